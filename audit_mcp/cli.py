@@ -1,0 +1,202 @@
+"""The command line: the same verbs as the MCP tools, JSON on stdout, messages on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from audit_mcp import __version__
+from audit_mcp.errors import AuditError, ConfigError
+from audit_mcp.service import AuditService
+
+EXIT_OK, EXIT_ERROR, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2, 64
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "yes", "1"):
+        return True
+    if lowered in ("false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", type=Path, default=None, help="repository to audit (default: the current directory)")
+    parser.add_argument("--artifacts-dir", type=Path, default=None,
+                        help="where state and reports live (default: <root>/.audit-mcp)")
+    parser.add_argument("--config", type=Path, default=None, help="session config (default: <root>/.audit-mcp.toml)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="audit-mcp", description="A complete, provable code audit, run through "
+                                     "your coding agent. JSON on stdout; messages on stderr.")
+    parser.add_argument("--version", action="version", version=f"audit-mcp {__version__}")
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    p = sub.add_parser("serve", help="run the MCP server (stdio by default)")
+    _common(p)
+    p.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1, loopback)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--allowed-host", action="append", default=[],
+                   help="Host header to accept when bound off loopback (repeatable; required there)")
+    p.add_argument("--allowed-origin", action="append", default=[], help="Origin to accept (repeatable)")
+
+    p = sub.add_parser("next-step", help="advance the audit and print the step to do next")
+    _common(p)
+    p.add_argument("--host-can-dispatch-subagents", type=_bool, metavar="true|false")
+    p.add_argument("--host-can-restrict-subagent-tools", type=_bool, metavar="true|false")
+    p.add_argument("--host-can-select-subagent-model", type=_bool, metavar="true|false")
+    p.add_argument("--host-max-active-subagents", type=int, metavar="N")
+    p.add_argument("--host-model", metavar="MODEL")
+    p.add_argument("--new-audit", action="store_true", help="start a fresh audit after a finished one")
+    p.add_argument("--retry-blocked", action="store_true", help="clear a blocker whose cause is fixed")
+
+    p = sub.add_parser("submit-packet", help="submit one packet's results (exit 2 when refused)")
+    _common(p)
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--packet-id", required=True)
+    p.add_argument("--results", required=True, metavar="FILE",
+                   help="JSON file with the results array (or {results, usage}); '-' reads stdin")
+
+    p = sub.add_parser("merge-and-ingest", help="merge a finished run into the coverage matrix")
+    _common(p)
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--failures", metavar="FILE",
+                   help="JSON file: [{packet_id, error}] for packets whose subagent failed; '-' reads stdin")
+
+    p = sub.add_parser("quota", help="resolved model limits, learned rate-limit state, the wave schedule")
+    _common(p)
+    p.add_argument("--host-model", metavar="MODEL")
+    p.add_argument("--provider")
+
+    p = sub.add_parser("status", help="coverage, runs, findings and recent events of the audit")
+    _common(p)
+
+    p = sub.add_parser("report", help="print the audit report")
+    _common(p)
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    return parser
+
+
+def _read_json(source: str) -> Any:
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {source}: {exc.strerror}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source} is not valid JSON: {exc}") from exc
+
+
+def _emit(value: BaseModel | dict[str, Any] | str) -> None:
+    if isinstance(value, BaseModel):
+        sys.stdout.write(value.model_dump_json(indent=2) + "\n")
+    elif isinstance(value, dict):
+        sys.stdout.write(json.dumps(value, indent=2) + "\n")
+    else:
+        sys.stdout.write(value if value.endswith("\n") else value + "\n")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from audit_mcp.server import build_server
+
+    root = (args.root or Path.cwd()).resolve()
+    server = build_server(root, args.artifacts_dir, config_path=args.config)
+    if not args.http:
+        server.run()
+        return EXIT_OK
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = args.host == "localhost"
+    if loopback:
+        hosts = [f"{args.host}:{args.port}", f"localhost:{args.port}", f"127.0.0.1:{args.port}", args.host,
+                 "localhost", "127.0.0.1", *args.allowed_host]
+    elif not args.allowed_host:
+        raise ConfigError(f"binding to {args.host} exposes the server beyond this machine; pass --allowed-host "
+                          "with every Host header clients will use (and --allowed-origin for browsers)")
+    else:
+        hosts = list(args.allowed_host)
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                         allowed_origins=list(args.allowed_origin))
+    print(f"audit-mcp: serving streamable HTTP on http://{args.host}:{args.port}/mcp", file=sys.stderr)
+    server.run("streamable-http", host=args.host, port=args.port, transport_security=security)
+    return EXIT_OK
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.verb == "serve":
+        return _serve(args)
+    service = AuditService(args.root or Path.cwd(), args.artifacts_dir, config_path=args.config)
+    match args.verb:
+        case "next-step":
+            step = service.next_step(
+                {
+                    "can_dispatch_subagents": args.host_can_dispatch_subagents,
+                    "can_restrict_subagent_tools": args.host_can_restrict_subagent_tools,
+                    "can_select_subagent_model": args.host_can_select_subagent_model,
+                    "max_active_subagents": args.host_max_active_subagents,
+                    "model": args.host_model,
+                },
+                client_name="audit-mcp-cli",
+                new_audit=args.new_audit,
+                retry_blocked=args.retry_blocked,
+            )
+            _emit(step)
+            print(f"audit-mcp: step {step.step_kind}: read {step.prompt_path}", file=sys.stderr)
+            return EXIT_OK
+        case "submit-packet":
+            payload = _read_json(args.results)
+            usage = payload.get("usage") if isinstance(payload, dict) else None
+            results = payload.get("results") if isinstance(payload, dict) else payload
+            receipt = service.submit_packet(args.run_id, args.packet_id, results, usage)
+            _emit(receipt)
+            if not receipt.accepted:
+                print(f"audit-mcp: submission refused with {len(receipt.errors)} error(s); fix them and submit "
+                      "again", file=sys.stderr)
+                return EXIT_REFUSED
+            return EXIT_OK
+        case "merge-and-ingest":
+            failures = _read_json(args.failures) if args.failures else []
+            if not isinstance(failures, list):
+                raise ConfigError("--failures must hold a JSON array of {packet_id, error} objects")
+            _emit(service.merge_and_ingest(args.run_id, failures))
+            return EXIT_OK
+        case "quota":
+            _emit(service.quota(args.host_model, args.provider))
+            return EXIT_OK
+        case "status":
+            _emit(service.status())
+            return EXIT_OK
+        case "report":
+            _emit(service.report(args.format))
+            return EXIT_OK
+    return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except AuditError as exc:
+        print(f"audit-mcp: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("audit-mcp: interrupted; accepted work is saved", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

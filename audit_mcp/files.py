@@ -1,0 +1,56 @@
+"""Filesystem primitives: atomic writes and paths confined to a root."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from audit_mcp.errors import PathError
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so readers see the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def normalize_relpath(raw: str) -> str:
+    """Return a repo-relative POSIX path, refusing absolute paths and ``..`` escapes."""
+    text = raw.strip().replace("\\", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    if not text:
+        raise PathError("the path is empty; give a repo-relative path such as 'src/app.py'")
+    pure = PurePosixPath(text)
+    if pure.is_absolute() or (len(text) > 1 and text[1] == ":"):
+        raise PathError(f"'{raw}' is absolute; give the path relative to the repository root")
+    if any(part == ".." for part in pure.parts):
+        raise PathError(f"'{raw}' escapes the repository root; give a path inside it")
+    return str(pure)
+
+
+def resolve_inside(root: Path, relpath: str) -> Path:
+    """Resolve ``relpath`` under ``root``; symlinks that leave the root are refused."""
+    rel = normalize_relpath(relpath)
+    real_root = root.resolve()
+    target = (real_root / rel).resolve()
+    if target != real_root and real_root not in target.parents:
+        raise PathError(f"'{relpath}' resolves outside the repository root; only files inside it can be used")
+    return target
+
+
+def inside(root: Path, path: Path) -> bool:
+    """True when ``path`` (resolved) lies inside ``root`` (resolved)."""
+    real_root = root.resolve()
+    resolved = path.resolve()
+    return resolved == real_root or real_root in resolved.parents

@@ -1,0 +1,122 @@
+"""Named schema migrations, applied in order and recorded in ``migrations``.
+
+SQL here stays portable (no SQLite-only types or functions) so that the same
+schema can be created on PostgreSQL later.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "0001_initial",
+        """
+        CREATE TABLE audits (
+            audit_id INTEGER PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            root TEXT NOT NULL,
+            git_head TEXT,
+            git_dirty INTEGER NOT NULL,
+            manifest_digest TEXT NOT NULL,
+            lenses TEXT NOT NULL,
+            host_caps TEXT NOT NULL,
+            blocker TEXT,
+            synthesized_at TEXT
+        );
+        CREATE TABLE files (
+            audit_id INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            language TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            line_count INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            skip_reason TEXT,
+            PRIMARY KEY (audit_id, path)
+        );
+        CREATE TABLE edges (
+            audit_id INTEGER NOT NULL,
+            src TEXT NOT NULL,
+            dst TEXT NOT NULL,
+            PRIMARY KEY (audit_id, src, dst)
+        );
+        CREATE TABLE cells (
+            audit_id INTEGER NOT NULL,
+            task_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            lens TEXT NOT NULL,
+            state TEXT NOT NULL,
+            attempts INTEGER NOT NULL,
+            run_id TEXT,
+            packet_id TEXT,
+            reason TEXT,
+            content_hash TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (audit_id, task_id)
+        );
+        CREATE INDEX cells_state ON cells (audit_id, state);
+        CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            audit_id INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            state TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            merged_at TEXT,
+            wave_size INTEGER NOT NULL,
+            plan TEXT NOT NULL
+        );
+        CREATE TABLE packets (
+            packet_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            audit_id INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            estimated_tokens INTEGER NOT NULL,
+            model_tier TEXT NOT NULL,
+            tier_reason TEXT NOT NULL,
+            prompt_path TEXT NOT NULL
+        );
+        CREATE TABLE packet_tasks (
+            packet_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            PRIMARY KEY (packet_id, task_id)
+        );
+        CREATE TABLE submissions (
+            packet_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            accepted_at TEXT NOT NULL
+        );
+        CREATE TABLE findings (
+            finding_id INTEGER PRIMARY KEY,
+            audit_id INTEGER NOT NULL,
+            run_id TEXT NOT NULL,
+            packet_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            lens TEXT NOT NULL,
+            payload TEXT NOT NULL
+        );
+        CREATE TABLE failures (
+            failure_id INTEGER PRIMARY KEY,
+            audit_id INTEGER NOT NULL,
+            run_id TEXT NOT NULL,
+            packet_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            detail TEXT NOT NULL,
+            at TEXT NOT NULL
+        );
+        CREATE TABLE ledger (
+            entry_id INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            audit_id INTEGER,
+            actor TEXT NOT NULL,
+            action TEXT NOT NULL,
+            detail TEXT NOT NULL,
+            outcome TEXT NOT NULL
+        );
+        """,
+    ),
+)

@@ -1,0 +1,120 @@
+"""Pydantic models of what the surfaces return (tool results, CLI JSON, files on disk)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+CONTRACT_VERSION = "audit-mcp/1"
+
+StepKind = Literal["capability_check", "dispatch_review", "single_task_fallback", "present_report", "blocked"]
+
+
+class HostCapabilities(BaseModel):
+    can_dispatch_subagents: bool | None = None
+    can_restrict_subagent_tools: bool = False
+    can_select_subagent_model: bool = False
+    max_active_subagents: int = 4
+    model: str | None = None
+    client_name: str | None = None
+    sources: dict[str, str] = Field(default_factory=dict, description="Where each value came from.")
+
+
+class Step(BaseModel):
+    """What the host must do next, and nothing else."""
+
+    contract_version: str = CONTRACT_VERSION
+    step_kind: StepKind
+    status: Literal["ready", "complete", "blocked"]
+    run_id: str | None
+    summary: str = Field(description="One paragraph: what to do now and why.")
+    prompt_uri: str = "audit://step/current/prompt"
+    prompt_path: str
+    allowed_actions: list[str]
+    stop_condition: str
+    repo_root: str
+    artifacts_dir: str
+    artifact_paths: dict[str, str]
+    reason: str
+    host: HostCapabilities
+    wave_size: int | None = None
+    waves: list[int] | None = None
+    packets_outstanding: int | None = None
+    coverage: dict[str, int] = Field(default_factory=dict)
+    completeness: str = "unknown"
+
+
+class Problem(BaseModel):
+    location: str
+    message: str
+
+
+class Receipt(BaseModel):
+    """The answer to a submission: accepted or not, and exactly what to fix."""
+
+    accepted: bool
+    run_id: str
+    packet_id: str
+    duplicate: bool = False
+    errors: list[Problem] = Field(default_factory=list)
+    warnings: list[Problem] = Field(default_factory=list)
+    tasks_covered: int = 0
+    tasks_open: int = 0
+    findings_kept: int = 0
+    next_action: str
+
+
+class RequeuedTask(BaseModel):
+    task_id: str
+    file: str
+    lens: str
+    why: str
+    state: Literal["pending", "failed"]
+
+
+class MergeSummary(BaseModel):
+    run_id: str
+    already_merged: bool = False
+    packets_merged: int
+    packets_failed: int
+    tasks_covered: int
+    tasks_requeued: int
+    tasks_failed: int
+    requeued: list[RequeuedTask] = Field(description="At most 50 entries; the report names every gap.")
+    failure_kinds: dict[str, int] = Field(default_factory=dict)
+    coverage: dict[str, int]
+    completeness: str
+    next_action: str
+
+
+class LimitView(BaseModel):
+    value: int
+    source: str
+    confidence: Literal["low", "medium", "high"]
+
+
+class QuotaStatus(BaseModel):
+    provider: str
+    model: str
+    limits: dict[str, LimitView]
+    packet_budget_tokens: int
+    learned: dict[str, str | int | float | None]
+    learned_state_path: str
+    host_max_active_subagents: int
+    schedule: dict[str, object]
+    notes: list[str]
+
+
+class StatusView(BaseModel):
+    repo_root: str
+    artifacts_dir: str
+    audit_id: int | None
+    completeness: str
+    coverage: dict[str, int]
+    coverage_by_lens: dict[str, dict[str, int]]
+    findings_by_severity: dict[str, int]
+    runs: list[dict[str, object]]
+    skipped_files: int
+    blocker: str | None
+    ledger: list[dict[str, object]]

@@ -1,0 +1,135 @@
+"""The audit report: Markdown for people, JSON for tools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from audit_mcp.coverage import CellState
+from audit_mcp.store import Cell, FileRow
+from audit_mcp.synthesis import SEVERITY_RANK, Synthesis
+
+REPORT_SCHEMA_VERSION = "audit-mcp.report/1"
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    repo_name: str
+    root: str
+    audit_id: int
+    created_at: str
+    generated_at: str
+    git_head: str | None
+    git_dirty: bool
+    manifest_digest: str
+    completeness: str
+    lenses: Sequence[str]
+    coverage_by_lens: Mapping[str, Mapping[str, int]]
+    totals: Mapping[str, int]
+    gap_cells: Sequence[Cell]
+    skipped_files: Sequence[FileRow]
+    changed_since_snapshot: Sequence[str]
+    runs: int
+    synthesis: Synthesis
+
+
+def _fence(text: str) -> str:
+    fence = "~~~~" if "```" in text else "```"
+    return f"{fence}\n{text}\n{fence}"
+
+
+def render_markdown(r: ReportInput) -> str:
+    s = r.synthesis
+    counts = s.by_severity()
+    out = [f"# Audit report: {r.repo_name}", ""]
+    out.append(
+        f"**Completeness: {r.completeness}**. {r.totals.get('total', 0)} cells (file or chunk × lens), "
+        f"{r.totals.get('reviewed', 0)} reviewed, {r.totals.get('not_applicable', 0)} not applicable, "
+        f"{r.totals.get('failed', 0)} failed, {r.totals.get('skipped', 0)} skipped; {r.runs} review run(s)."
+    )
+    head = r.git_head[:12] if r.git_head else "no git HEAD"
+    out.append(
+        f"Snapshot: {head}{' (working tree dirty)' if r.git_dirty else ''}, manifest "
+        f"{r.manifest_digest[:12]}, audit {r.audit_id} started {r.created_at}, report {r.generated_at}."
+    )
+    if r.changed_since_snapshot:
+        shown = ", ".join(f"`{p}`" for p in r.changed_since_snapshot[:20])
+        more = len(r.changed_since_snapshot) - 20
+        out.append(
+            f"\n> **Warning:** {len(r.changed_since_snapshot)} file(s) changed after the audit read them: {shown}"
+            f"{f' and {more} more' if more > 0 else ''}. Findings there may point at moved lines."
+        )
+    out += ["", "Findings: " + ", ".join(f"{n} {sev}" for sev, n in counts.items()) + ".", ""]
+
+    out += ["## Work blocks", ""]
+    if not s.blocks:
+        out.append("No findings, so nothing to fix.")
+    for b in s.blocks:
+        out.append(f"### {b.block_id}. [{b.severity.upper()}] {b.title}")
+        out.append(f"Effort: {b.effort}. Files: {', '.join(f'`{f}`' for f in b.files)}.")
+        by_id = {f.finding_id: f for f in s.findings}
+        for fid in b.finding_ids:
+            f = by_id[fid]
+            out.append(f"- {fid} `{f.file}:{f.start_line}` {f.title}")
+        out.append("")
+
+    out += ["## Findings", ""]
+    if not s.findings:
+        out.append("No findings were reported.")
+    for f in s.findings:
+        lines = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
+        out.append(f"### {f.finding_id} [{f.severity}] {f.title}")
+        meta = (f"`{f.file}:{lines}`" + (f" in `{f.symbol}`" if f.symbol else "")
+                + f" · lens: {', '.join(f.lenses)} · confidence: {f.confidence} · category: {f.category}"
+                + f" · fingerprint: `{f.fingerprint}`")
+        out += [meta, "", f.description, "", _fence(f.evidence), "", f"**Recommendation:** {f.recommendation}"]
+        if f.severity_reasons:
+            out.append(f"Severity: {'; '.join(f.severity_reasons)}.")
+        if len(f.locations) > 1:
+            out.append("Also reported at lines " + ", ".join(f"{a}-{b}" for a, b in f.locations[1:]) + ".")
+        for rel in f.related_locations:
+            out.append(f"- related ({rel['role']}): `{rel['file']}:{rel['start_line']}-{rel['end_line']}`")
+        out.append("")
+
+    out += ["## Coverage", "", "| lens | " + " | ".join(s.value for s in CellState) + " |",
+            "|---|" + "---|" * len(CellState)]
+    for lens in r.lenses:
+        row = r.coverage_by_lens.get(lens, {})
+        out.append(f"| {lens} | " + " | ".join(str(row.get(s.value, 0)) for s in CellState) + " |")
+    out += ["", "### Gaps", ""]
+    if not r.gap_cells and not r.skipped_files:
+        out.append("None: every file in scope was reviewed under every lens.")
+    for c in r.gap_cells:
+        out.append(
+            f"- {c.state}: `{c.path}` lines {c.start_line}-{c.end_line}, lens {c.lens}"
+            f"{f': {c.reason}' if c.reason else ''}"
+        )
+    for fr in r.skipped_files:
+        out.append(f"- skipped file: `{fr.path}`: {fr.skip_reason}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_json(r: ReportInput) -> dict[str, Any]:
+    s = r.synthesis
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "repo": {"name": r.repo_name, "root": r.root},
+        "audit": {"audit_id": r.audit_id, "created_at": r.created_at, "generated_at": r.generated_at,
+                  "runs": r.runs},
+        "snapshot": {"git_head": r.git_head, "git_dirty": r.git_dirty, "manifest_digest": r.manifest_digest,
+                     "changed_since_snapshot": list(r.changed_since_snapshot)},
+        "completeness": r.completeness,
+        "summary": {"findings_by_severity": s.by_severity(), "work_blocks": len(s.blocks)},
+        "work_blocks": [b.as_json() for b in s.blocks],
+        "findings": [f.as_json() for f in sorted(s.findings, key=lambda f: SEVERITY_RANK[f.severity])],
+        "coverage": {"totals": dict(r.totals), "by_lens": {k: dict(v) for k, v in r.coverage_by_lens.items()}},
+        "gaps": {
+            "cells": [
+                {"task_id": c.task_id, "file": c.path, "start_line": c.start_line, "end_line": c.end_line,
+                 "lens": c.lens, "state": c.state, "reason": c.reason}
+                for c in r.gap_cells
+            ],
+            "skipped_files": [{"file": f.path, "reason": f.skip_reason} for f in r.skipped_files],
+        },
+    }

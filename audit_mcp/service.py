@@ -1,0 +1,612 @@
+"""The use cases behind every surface: next_step, submit_packet, merge_and_ingest, quota, status, report.
+
+The MCP server and the CLI both call ``AuditService``; neither holds logic of
+its own. One service serves one repository root and its artifacts directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from audit_mcp import hosts
+from audit_mcp.config import SessionConfig, load_config
+from audit_mcp.coverage import CellState, build_cells, completeness, totals
+from audit_mcp.dispatch import (
+    PacketSpec,
+    dispatch_plan,
+    estimate_tokens,
+    packet_prompt_prefix,
+    render_packet_prompt,
+)
+from audit_mcp.errors import AuditError, ConfigError, NotFoundError, PathError
+from audit_mcp.failures import NOT_SUBMITTED, classify, cooldown_until
+from audit_mcp.files import resolve_inside, write_atomic
+from audit_mcp.intake import build_manifest
+from audit_mcp.lenses import resolve_lenses
+from audit_mcp.limits import ResolvedLimits, balanced_waves, resolve_limits
+from audit_mcp.models import (
+    HostCapabilities,
+    MergeSummary,
+    Problem,
+    QuotaStatus,
+    Receipt,
+    RequeuedTask,
+    StatusView,
+    Step,
+)
+from audit_mcp.packets import pack
+from audit_mcp.planner import Decision, Executor, Obligation, PlannerState, decide
+from audit_mcp.report import ReportInput, render_json, render_markdown
+from audit_mcp.steps import StepContext, render_step
+from audit_mcp.store import AuditRow, Cell, PacketRow, RunRow, Store, Tx
+from audit_mcp.synthesis import synthesize
+from audit_mcp.validation import MAX_PAYLOAD_CHARS, PacketValidator
+from audit_mcp.views import quota_view, status_view
+
+ARTIFACTS_DIRNAME = ".audit-mcp"
+MAX_REQUEUED_LISTED = 50
+
+Clock = Callable[[], datetime]
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class AuditService:
+    """One repository's audit: the engine behind the MCP tools and the CLI verbs."""
+
+    def __init__(
+        self,
+        root: Path,
+        artifacts_dir: Path | None = None,
+        *,
+        config_path: Path | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.root = Path(root).expanduser().resolve()
+        if not self.root.is_dir():
+            raise ConfigError(f"the repository root {self.root} is not a directory; pass an existing folder")
+        self.artifacts_dir = Path(artifacts_dir).expanduser().resolve() if artifacts_dir else (
+            self.root / ARTIFACTS_DIRNAME
+        )
+        if self.artifacts_dir == self.root:
+            raise ConfigError("the artifacts directory cannot be the repository root; pick a subfolder")
+        self.config_path = config_path
+        self._clock: Clock = clock or (lambda: datetime.now(UTC))
+        self.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        ignore = self.artifacts_dir / ".gitignore"
+        if not ignore.exists():
+            write_atomic(ignore, "# audit-mcp's working files; never audited, never committed.\n*\n")
+        self.store = Store(self.artifacts_dir)
+
+    # paths ---------------------------------------------------------------------
+    def now(self) -> str:
+        return _iso(self._clock())
+
+    @property
+    def step_json_path(self) -> Path:
+        return self.artifacts_dir / "steps" / "current-step.json"
+
+    @property
+    def step_prompt_path(self) -> Path:
+        return self.artifacts_dir / "steps" / "current-prompt.md"
+
+    @property
+    def report_md_path(self) -> Path:
+        return self.artifacts_dir / "report" / "report.md"
+
+    @property
+    def report_json_path(self) -> Path:
+        return self.artifacts_dir / "report" / "report.json"
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.artifacts_dir / "runs" / run_id
+
+    def plan_path(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / "dispatch-plan.json"
+
+    def packet_prompt_path(self, run_id: str, packet_id: str) -> Path:
+        return self.run_dir(run_id) / "packets" / f"{packet_id}.md"
+
+    def config(self) -> SessionConfig:
+        return load_config(self.root, self.config_path)
+
+    # next_step -------------------------------------------------------------------
+    def next_step(
+        self,
+        capabilities: Mapping[str, Any] | None = None,
+        *,
+        client_name: str | None = None,
+        new_audit: bool = False,
+        retry_blocked: bool = False,
+    ) -> Step:
+        """Run every inline obligation, then return the one Step that needs the agent."""
+        arguments = dict(capabilities or {})
+        try:
+            config = self.config()
+            lenses = resolve_lenses(config)
+        except ConfigError as exc:
+            return self._write_step(self._blocked(str(exc), hosts.resolve(arguments, {}, SessionConfig().host,
+                                                                           client_name)))
+        with self.store.write() as tx:
+            audit = tx.current_audit()
+            if audit is not None and (new_audit or retry_blocked):
+                if new_audit and audit.synthesized_at is None and tx.cells(audit.audit_id, [CellState.ASSIGNED]):
+                    raise ConfigError("an audit is still in flight; finish it (or merge its run) before starting "
+                                      "a new one")
+                if retry_blocked and audit.blocker:
+                    tx.set_blocker(audit.audit_id, None)
+                    tx.log(now=self.now(), audit_id=audit.audit_id, actor="host", action="retry_blocked",
+                           detail=audit.blocker, outcome="blocker cleared")
+            remembered = audit.host_caps if audit is not None else {}
+            if audit is not None:
+                tx.set_host_caps(audit.audit_id, hosts.remember(arguments, remembered))
+        start_fresh = new_audit
+        history: list[tuple[Obligation, tuple[object, ...]]] = []
+        while True:
+            with self.store.read() as tx:
+                audit = tx.current_audit()
+                remembered = hosts.remember(arguments, audit.host_caps if audit else {})
+                caps = hosts.resolve(arguments, remembered, config.host, client_name)
+                state = self._planner_state(tx, audit, config, caps, fresh=start_fresh)
+            decision = decide(state, tuple(history))
+            if decision.executor is Executor.AGENT:
+                return self._write_step(self._agent_step(decision, caps, config, state))
+            history.append((decision.obligation, state.digest()))
+            try:
+                self._run_inline(decision, config, caps, [lens.lens_id for lens in lenses], arguments)
+            except AuditError as exc:
+                return self._write_step(self._blocked(str(exc), caps))
+            if decision.obligation is Obligation.INTAKE:
+                start_fresh = False
+
+    def _planner_state(
+        self, tx: Tx, audit: AuditRow | None, config: SessionConfig, caps: HostCapabilities, *, fresh: bool
+    ) -> PlannerState:
+        if audit is None or fresh:
+            return PlannerState(False, False, None, None, 0, 0, 0, 0, 0, config.max_runs,
+                                caps.can_dispatch_subagents, False)
+        counts = tx.cell_counts(audit.audit_id)
+        runs = tx.runs(audit.audit_id)
+        open_run = next((r for r in runs if r.state == "open"), None)
+        packets = tx.packets(open_run.run_id) if open_run else []
+        submitted = len(tx.submitted_packet_ids(open_run.run_id)) if open_run else 0
+        return PlannerState(
+            has_audit=True,
+            has_cells=bool(counts) or any(f.scope == "review" for f in tx.files(audit.audit_id)) is False,
+            blocker=audit.blocker,
+            open_run_id=open_run.run_id if open_run else None,
+            open_run_packets=len(packets),
+            open_run_submitted=submitted,
+            pending_cells=counts.get(CellState.PENDING, 0),
+            assigned_cells=counts.get(CellState.ASSIGNED, 0),
+            runs_started=len(runs),
+            max_runs=config.max_runs,
+            host_can_dispatch=caps.can_dispatch_subagents,
+            synthesized=audit.synthesized_at is not None,
+        )
+
+    def _run_inline(
+        self,
+        decision: Decision,
+        config: SessionConfig,
+        caps: HostCapabilities,
+        lenses: list[str],
+        arguments: Mapping[str, Any],
+    ) -> None:
+        match decision.obligation:
+            case Obligation.INTAKE:
+                self._intake(config, lenses, arguments)
+            case Obligation.PLAN:
+                self._plan(config)
+            case Obligation.DISPATCH:
+                self._dispatch(config, caps)
+            case Obligation.INGEST:
+                with self.store.read() as tx:
+                    audit = tx.current_audit()
+                    run = next(r for r in tx.runs(audit.audit_id) if r.state == "open") if audit else None
+                if run is not None:
+                    self.merge_and_ingest(run.run_id, [], actor="engine")
+            case Obligation.SYNTHESIZE:
+                self._synthesize()
+            case _:
+                raise AssertionError(f"{decision.obligation} is not an inline obligation")
+
+    # inline obligations ------------------------------------------------------------
+    def _intake(self, config: SessionConfig, lenses: list[str], arguments: Mapping[str, Any]) -> None:
+        manifest = build_manifest(self.root, self.artifacts_dir, config)
+        now = self.now()
+        with self.store.write() as tx:
+            previous = tx.current_audit()
+            audit_id = tx.create_audit(
+                now=now, root=str(self.root), git_head=manifest.git_head, git_dirty=manifest.git_dirty,
+                digest=manifest.digest, lenses=lenses,
+            )
+            tx.set_host_caps(audit_id, hosts.remember(arguments, previous.host_caps if previous else {}))
+            tx.insert_files(audit_id, manifest.files)
+            tx.insert_edges(audit_id, manifest.edges)
+            tx.log(
+                now=now, audit_id=audit_id, actor="engine", action="intake",
+                detail=f"{len(manifest.in_scope)} file(s) in scope, {len(manifest.files) - len(manifest.in_scope)} "
+                       f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}",
+                outcome="ok",
+            )
+
+    def _plan(self, config: SessionConfig) -> None:
+        now = self.now()
+        with self.store.write() as tx:
+            audit = self._require_audit(tx)
+            cells = build_cells(tx.files(audit.audit_id), config)
+            tx.insert_cells(audit.audit_id, cells, now)
+            tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="plan",
+                   detail=f"{len(cells)} cell(s) over lenses {', '.join(audit.lenses)}", outcome="ok")
+
+    def limits(self, config: SessionConfig, model: str | None, provider: str | None = None) -> ResolvedLimits:
+        return resolve_limits(model, provider, config.model)
+
+    def _dispatch(self, config: SessionConfig, caps: HostCapabilities) -> None:
+        limits = self.limits(config, caps.model)
+        budget = min(limits.packet_budget, config.max_packet_tokens)
+        lenses = [lens for lens in resolve_lenses(config)]
+        prefix = packet_prompt_prefix(lenses)
+        now = self.now()
+        with self.store.write() as tx:
+            audit = self._require_audit(tx)
+            files = {f.path: f for f in tx.files(audit.audit_id)}
+            edges = tx.edges(audit.audit_id)
+            pending = tx.cells(audit.audit_id, [CellState.PENDING])
+            plans = pack(pending, files, edges, budget=budget, prefix_tokens=estimate_tokens(prefix))
+            single = not caps.can_dispatch_subagents
+            if single:
+                plans = plans[:1]
+            seq = len(tx.runs(audit.audit_id)) + 1
+            run_id = f"A{audit.audit_id}-R{seq}"
+            specs = []
+            for n, plan in enumerate(plans, 1):
+                packet_id = f"{run_id}-P{n:02d}"
+                specs.append(PacketSpec(packet_id, plan, self.packet_prompt_path(run_id, packet_id)))
+            cooldown = self._cooldown(tx, audit.audit_id)
+            plan_doc = dispatch_plan(
+                run_id=run_id, kind="single" if single else "dispatch", specs=specs,
+                wave_cap=caps.max_active_subagents, cooldown_until=cooldown,
+            )
+            tx.insert_run(RunRow(run_id, audit.audit_id, seq, "single" if single else "dispatch", "open", now,
+                                 None, plan_doc["wave_size"], plan_doc))
+            for n, spec in enumerate(specs, 1):
+                tx.insert_packet(
+                    audit.audit_id,
+                    PacketRow(spec.packet_id, run_id, n, "issued", spec.plan.estimated_tokens, spec.plan.tier,
+                              spec.plan.tier_reason, str(spec.prompt_path)),
+                    [c.task_id for c in spec.plan.cells],
+                )
+                for cell in spec.plan.cells:
+                    tx.update_cell(audit.audit_id, cell.task_id, state=CellState.ASSIGNED, now=now,
+                                   run_id=run_id, packet_id=spec.packet_id, reason=cell.reason)
+                write_atomic(spec.prompt_path, render_packet_prompt(
+                    prefix=prefix, run_id=run_id, packet_id=spec.packet_id, plan=spec.plan, files=files,
+                    edges=edges, root=self.root, artifacts_dir=self.artifacts_dir,
+                ))
+            write_atomic(self.plan_path(run_id), json.dumps(plan_doc, indent=2) + "\n")
+            tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="dispatch",
+                   detail=f"run {run_id}: {len(specs)} packet(s), waves {plan_doc['waves']}", outcome="ok")
+
+    def _cooldown(self, tx: Tx, audit_id: int) -> str | None:
+        """The end of the latest rate-limit cooldown, when it is still in the future."""
+        latest = None
+        for failure in tx.failures(audit_id):
+            if failure["kind"] != "rate_limited":
+                continue
+            at = datetime.fromisoformat(failure["at"].replace("Z", "+00:00"))
+            until = cooldown_until(at, classify(failure["detail"]).retry_after_seconds)
+            latest = until if latest is None or until > latest else latest
+        if latest is None or latest <= self._clock():
+            return None
+        return _iso(latest)
+
+    def _synthesize(self) -> None:
+        report = self.build_report_input()
+        write_atomic(self.report_md_path, render_markdown(report))
+        write_atomic(self.report_json_path, json.dumps(render_json(report), indent=2) + "\n")
+        now = self.now()
+        with self.store.write() as tx:
+            audit = self._require_audit(tx)
+            tx.set_synthesized(audit.audit_id, now)
+            tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="synthesize",
+                   detail=f"{len(report.synthesis.findings)} finding(s), completeness {report.completeness}",
+                   outcome="ok")
+
+    # steps -------------------------------------------------------------------------
+    def _blocked(self, reason: str, caps: HostCapabilities) -> StepContext:
+        return StepContext(kind="blocked", status="blocked", run_id=None, reason=reason, caps=caps,
+                           root=self.root, artifacts_dir=self.artifacts_dir)
+
+    def _agent_step(
+        self, decision: Decision, caps: HostCapabilities, config: SessionConfig, state: PlannerState
+    ) -> StepContext:
+        ctx = StepContext(kind="blocked", status="blocked", run_id=state.open_run_id, reason=decision.reason,
+                          caps=caps, root=self.root, artifacts_dir=self.artifacts_dir)
+        with self.store.read() as tx:
+            audit = tx.current_audit()
+            if audit is not None:
+                counts = tx.cell_counts(audit.audit_id)
+                ctx.coverage = totals(counts)
+                ctx.completeness = completeness(counts)
+            if decision.obligation is Obligation.CAPABILITY_CHECK:
+                ctx.kind, ctx.status = "capability_check", "ready"
+            elif decision.obligation is Obligation.REVIEW and state.open_run_id:
+                run = tx.run(state.open_run_id)
+                assert run is not None
+                submitted = tx.submitted_packet_ids(run.run_id)
+                ctx.kind = "single_task_fallback" if run.kind == "single" else "dispatch_review"
+                ctx.status = "ready"
+                ctx.plan = run.plan
+                ctx.plan_path = self.plan_path(run.run_id)
+                ctx.outstanding = [p for p in run.plan["packets"] if p["packet_id"] not in submitted]
+                ctx.submitted = sorted(submitted)
+            elif decision.obligation is Obligation.PRESENT_REPORT:
+                ctx.kind, ctx.status = "present_report", "complete"
+                ctx.report_path = self.report_md_path
+        return ctx
+
+    def _write_step(self, ctx: StepContext) -> Step:
+        step, prompt = render_step(ctx, self.step_prompt_path)
+        write_atomic(self.step_prompt_path, prompt)
+        write_atomic(self.step_json_path, step.model_dump_json(indent=2) + "\n")
+        return step
+
+    # submit_packet -----------------------------------------------------------------
+    def _refuse(self, run_id: str, packet_id: str, location: str, message: str) -> Receipt:
+        return Receipt(accepted=False, run_id=run_id, packet_id=packet_id,
+                       errors=[Problem(location=location, message=message)],
+                       next_action="Fix the error above and submit again; nothing was recorded.")
+
+    def submit_packet(self, run_id: str, packet_id: str, results: Any, usage: Any = None) -> Receipt:
+        if isinstance(results, str):
+            if len(results) > MAX_PAYLOAD_CHARS:
+                return self._refuse(run_id, packet_id, "/results",
+                                    f"the results are {len(results)} characters; the limit is {MAX_PAYLOAD_CHARS}")
+            try:
+                results = json.loads(results)
+            except json.JSONDecodeError as exc:
+                return self._refuse(run_id, packet_id, "/results", f"results are not valid JSON: {exc}")
+        elif len(json.dumps(results, default=str)) > MAX_PAYLOAD_CHARS:
+            return self._refuse(run_id, packet_id, "/results",
+                                f"the results are over {MAX_PAYLOAD_CHARS} characters; shorten texts and evidence")
+        if isinstance(results, dict) and "results" in results:
+            usage = usage if usage is not None else results.get("usage")
+            results = results["results"]
+        with self.store.read() as tx:
+            run = tx.run(run_id)
+            if run is None:
+                return self._refuse(run_id, packet_id, "/run_id", f"run {run_id!r} is unknown here; take run_id "
+                                    "from the dispatch plan or the packet prompt you were given")
+            packet = tx.packet(packet_id)
+            if packet is None or packet.run_id != run_id:
+                ids = ", ".join(p.packet_id for p in tx.packets(run_id))
+                return self._refuse(run_id, packet_id, "/packet_id", f"packet {packet_id!r} is not in run "
+                                    f"{run_id}; its packets are {ids}")
+            if run.state != "open":
+                current = next((r.run_id for r in tx.runs(run.audit_id) if r.state == "open"), None)
+                hint = (f"the open run is {current}; its dispatch plan names the packet that now holds these "
+                        "tasks" if current else "call next_step to get the current work")
+                return self._refuse(run_id, packet_id, "/run_id",
+                                    f"run {run_id} is finished (merged), so packet {packet_id} is superseded; {hint}")
+            task_ids = tx.packet_task_ids(packet_id)
+            cells = list(tx.cells_by_id(run.audit_id, task_ids).values())
+            known = {f.path for f in tx.files(run.audit_id)}
+            previous = tx.submission(packet_id)
+        validator = PacketValidator(packet_id, cells, self._read_lines, known.__contains__)
+        outcome = validator.validate(results, usage)
+        warnings = [Problem(location=w.location, message=w.message) for w in outcome.warnings]
+        if not outcome.accepted:
+            return Receipt(
+                accepted=False, run_id=run_id, packet_id=packet_id,
+                errors=[Problem(location=e.location, message=e.message) for e in outcome.errors],
+                warnings=warnings,
+                next_action="Nothing was recorded. Fix every error above and call submit_packet again with the "
+                            "whole corrected results.",
+            )
+        payload = {"results": outcome.results, "usage": outcome.usage}
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        covered = sum(1 for r in outcome.results if r["status"] != "could_not_review")
+        kept = sum(len(r["findings"]) for r in outcome.results)
+        duplicate = previous is not None and previous[0] == digest
+        if not duplicate:
+            with self.store.write() as tx:
+                run_now = tx.run(run_id)
+                if run_now is None or run_now.state != "open":
+                    return self._refuse(run_id, packet_id, "/run_id",
+                                        f"run {run_id} was merged while this submission was checked; call next_step")
+                replaced = tx.submission(packet_id) is not None
+                tx.put_submission(packet_id, run_id, digest, payload, self.now())
+                tx.set_packet_state(packet_id, "submitted")
+                tx.log(now=self.now(), audit_id=run_now.audit_id, actor="subagent", action="submit_packet",
+                       detail=f"{packet_id}: {covered} task(s) covered, {kept} finding(s)"
+                              f"{' (replaced an earlier submission)' if replaced else ''}", outcome="accepted")
+            if replaced:
+                warnings.append(Problem(location="/", message="this submission replaced the packet's earlier "
+                                                              "accepted one"))
+        return Receipt(
+            accepted=True, run_id=run_id, packet_id=packet_id, duplicate=duplicate, warnings=warnings,
+            tasks_covered=covered, tasks_open=len(outcome.results) - covered, findings_kept=kept,
+            next_action="Accepted. Your packet is done; stop here." if not duplicate else
+            "Already accepted with identical content; nothing changed. Your packet is done.",
+        )
+
+    def _read_lines(self, path: str) -> list[str] | None:
+        try:
+            target = resolve_inside(self.root, path)
+            return target.read_bytes().decode("utf-8", errors="replace").splitlines()
+        except (PathError, OSError):
+            return None
+
+    # merge_and_ingest ----------------------------------------------------------------
+    def merge_and_ingest(
+        self, run_id: str, failures: Sequence[Mapping[str, Any]] | None = None, *, actor: str = "host"
+    ) -> MergeSummary:
+        reported: dict[str, str] = {}
+        for i, item in enumerate(failures or []):
+            if not isinstance(item, Mapping) or not isinstance(item.get("packet_id"), str):
+                raise ConfigError(f"failures[{i}] must be an object with packet_id and error (the text the host "
+                                  "saw)")
+            text = item.get("error") or item.get("error_text") or item.get("message") or ""
+            reported[item["packet_id"]] = str(text)[:4000] or "failed without an error text"
+        config = self.config()
+        now = self.now()
+        with self.store.write() as tx:
+            run = tx.run(run_id)
+            if run is None:
+                raise NotFoundError(f"run {run_id!r} is unknown; take run_id from the current step")
+            audit = self._require_audit(tx)
+            packets = tx.packets(run_id)
+            unknown = sorted(set(reported) - {p.packet_id for p in packets})
+            if unknown:
+                raise ConfigError(f"failures name packet(s) {unknown} that are not in run {run_id}; its packets are "
+                                  f"{', '.join(p.packet_id for p in packets)}")
+            if run.state != "open":
+                counts = tx.cell_counts(audit.audit_id)
+                return MergeSummary(run_id=run_id, already_merged=True, packets_merged=0, packets_failed=0,
+                                    tasks_covered=0, tasks_requeued=0, tasks_failed=0, requeued=[],
+                                    coverage=totals(counts), completeness=completeness(counts),
+                                    next_action="This run was already merged; nothing changed. Call next_step.")
+            merged = failed_packets = covered = 0
+            requeued: list[RequeuedTask] = []
+            kinds: dict[str, int] = {}
+            signatures: set[str] = set()
+            for packet in packets:
+                task_ids = tx.packet_task_ids(packet.packet_id)
+                cells = tx.cells_by_id(audit.audit_id, task_ids)
+                submission = tx.submission(packet.packet_id)
+                if submission is not None:
+                    merged += 1
+                    tx.set_packet_state(packet.packet_id, "merged")
+                    for result in submission[1]["results"]:
+                        cell = cells[result["task_id"]]
+                        if result["status"] == "could_not_review":
+                            requeued.append(self._requeue(tx, audit.audit_id, cell, config,
+                                                          f"could not review: {result.get('reason', '')}", now))
+                            continue
+                        state = CellState.REVIEWED if result["status"] == "reviewed" else CellState.NOT_APPLICABLE
+                        tx.update_cell(audit.audit_id, cell.task_id, state=state, now=now, run_id=run_id,
+                                       packet_id=packet.packet_id, reason=result.get("reason"))
+                        covered += 1
+                        for finding in result["findings"]:
+                            tx.insert_finding(audit.audit_id, run_id, packet.packet_id, cell.task_id, cell.lens,
+                                              finding)
+                    continue
+                failed_packets += 1
+                text = reported.get(packet.packet_id, NOT_SUBMITTED)
+                failure = classify(text)
+                kinds[failure.kind] = kinds.get(failure.kind, 0) + 1
+                signatures.add(f"{failure.kind}: {text[:300]}")
+                tx.insert_failure(audit.audit_id, run_id, packet.packet_id, failure.kind, text, now)
+                tx.set_packet_state(packet.packet_id, "failed")
+                if failure.kind == "auth_or_config":
+                    tx.set_blocker(audit.audit_id, f"a subagent failed with an authentication or configuration "
+                                   f"error, which a retry cannot fix: {text[:500]}. Fix it, then call next_step "
+                                   "with retry_blocked=true.")
+                for cell in cells.values():
+                    requeued.append(self._requeue(tx, audit.audit_id, cell, config,
+                                                  f"{failure.kind}: {text[:200]}", now))
+            if packets and failed_packets == len(packets) and len(signatures) == 1:
+                self._stop_on_repeat(tx, audit.audit_id, run, signatures.pop())
+            tx.finish_run(run_id, now)
+            counts = tx.cell_counts(audit.audit_id)
+            tx.log(now=now, audit_id=audit.audit_id, actor=actor, action="merge_and_ingest",
+                   detail=f"run {run_id}: {merged} merged, {failed_packets} failed, {covered} task(s) covered, "
+                          f"{len(requeued)} requeued", outcome="ok")
+        still = [r for r in requeued if r.state == "pending"]
+        return MergeSummary(
+            run_id=run_id, packets_merged=merged, packets_failed=failed_packets, tasks_covered=covered,
+            tasks_requeued=len(still), tasks_failed=len(requeued) - len(still),
+            requeued=requeued[:MAX_REQUEUED_LISTED], failure_kinds=kinds, coverage=totals(counts),
+            completeness=completeness(counts),
+            next_action="Call next_step now: it hands out what is still open, or writes the report.",
+        )
+
+    def _requeue(self, tx: Tx, audit_id: int, cell: Cell, config: SessionConfig, why: str, now: str) -> RequeuedTask:
+        attempts = cell.attempts + 1
+        state = CellState.FAILED if attempts >= config.max_attempts else CellState.PENDING
+        reason = why if state is CellState.PENDING else f"gave up after {attempts} attempt(s); last: {why}"
+        tx.update_cell(audit_id, cell.task_id, state=state, now=now, attempts=attempts, reason=reason)
+        return RequeuedTask(task_id=cell.task_id, file=cell.path, lens=cell.lens, why=why, state=state.value)
+
+    def _stop_on_repeat(self, tx: Tx, audit_id: int, run: RunRow, signature: str) -> None:
+        previous = [r for r in tx.runs(audit_id) if r.seq == run.seq - 1]
+        if not previous:
+            return
+        before = [f for f in tx.failures(audit_id) if f["run_id"] == previous[0].run_id]
+        packets_before = tx.packets(previous[0].run_id)
+        if len(before) == len(packets_before) and {f"{f['kind']}: {f['detail'][:300]}" for f in before} == {signature}:
+            tx.set_blocker(audit_id, f"every packet of two runs in a row failed the same way ({signature}); "
+                                     "retrying again would loop. Fix the cause, then call next_step with "
+                                     "retry_blocked=true.")
+
+    # reports and views ----------------------------------------------------------------
+    def _require_audit(self, tx: Tx) -> AuditRow:
+        audit = tx.current_audit()
+        if audit is None:
+            raise NotFoundError("no audit has started in this artifacts directory; call next_step first")
+        return audit
+
+    def build_report_input(self) -> ReportInput:
+        with self.store.read() as tx:
+            audit = self._require_audit(tx)
+            counts = tx.cell_counts(audit.audit_id)
+            cells = tx.cells(audit.audit_id)
+            files = tx.files(audit.audit_id)
+            raw = tx.findings(audit.audit_id)
+            runs = tx.runs(audit.audit_id)
+            by_lens = tx.cell_counts_by_lens(audit.audit_id)
+        changed = []
+        for f in files:
+            if f.scope != "review":
+                continue
+            try:
+                data = resolve_inside(self.root, f.path).read_bytes()
+            except (PathError, OSError):
+                changed.append(f.path)
+                continue
+            if hashlib.sha256(data).hexdigest() != f.sha256:
+                changed.append(f.path)
+        return ReportInput(
+            repo_name=self.root.name, root=str(self.root), audit_id=audit.audit_id, created_at=audit.created_at,
+            generated_at=self.now(), git_head=audit.git_head, git_dirty=audit.git_dirty,
+            manifest_digest=audit.manifest_digest, completeness=completeness(counts), lenses=audit.lenses,
+            coverage_by_lens=by_lens, totals=totals(counts),
+            gap_cells=[c for c in cells if c.state in (CellState.FAILED, CellState.SKIPPED)],
+            skipped_files=[f for f in files if f.scope == "skipped"], changed_since_snapshot=changed,
+            runs=len(runs), synthesis=synthesize(raw),
+        )
+
+    def report(self, fmt: str = "md") -> str:
+        if fmt not in ("md", "json"):
+            raise ConfigError(f"unknown report format {fmt!r}; use md or json")
+        path = self.report_md_path if fmt == "md" else self.report_json_path
+        if path.exists():
+            return path.read_text(encoding="utf-8")
+        report = self.build_report_input()
+        return render_markdown(report) if fmt == "md" else json.dumps(render_json(report), indent=2) + "\n"
+
+    def coverage(self) -> dict[str, Any]:
+        with self.store.read() as tx:
+            audit = self._require_audit(tx)
+            counts = tx.cell_counts(audit.audit_id)
+            return {"audit_id": audit.audit_id, "completeness": completeness(counts), "totals": totals(counts),
+                    "by_lens": tx.cell_counts_by_lens(audit.audit_id),
+                    "skipped_files": sum(1 for f in tx.files(audit.audit_id) if f.scope == "skipped")}
+
+    def quota(self, host_model: str | None = None, provider: str | None = None) -> QuotaStatus:
+        return quota_view(self, host_model, provider)
+
+    def status(self) -> StatusView:
+        return status_view(self)
+
+    def waves_for(self, n_packets: int, caps: HostCapabilities) -> list[int]:
+        return balanced_waves(n_packets, caps.max_active_subagents)

@@ -1,0 +1,472 @@
+"""The authoritative audit state: one SQLite database in the artifacts directory.
+
+``Store`` owns connection handling; every read and write goes through a
+``Tx`` (one transaction) so a crash leaves the last committed state. Writers
+take the lock up front (``BEGIN IMMEDIATE``) and wait for each other, so many
+processes can submit at once without losing anything.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audit_mcp.migrations import MIGRATIONS
+
+DB_FILENAME = "audit.sqlite3"
+
+
+@dataclass(frozen=True)
+class Cell:
+    task_id: str
+    path: str
+    start_line: int
+    end_line: int
+    lens: str
+    state: str
+    attempts: int
+    run_id: str | None
+    packet_id: str | None
+    reason: str | None
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    language: str
+    size: int
+    line_count: int
+    sha256: str
+    scope: str
+    skip_reason: str | None
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    audit_id: int
+    created_at: str
+    root: str
+    git_head: str | None
+    git_dirty: bool
+    manifest_digest: str
+    lenses: list[str]
+    host_caps: dict[str, Any]
+    blocker: str | None
+    synthesized_at: str | None
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    audit_id: int
+    seq: int
+    kind: str
+    state: str
+    created_at: str
+    merged_at: str | None
+    wave_size: int
+    plan: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PacketRow:
+    packet_id: str
+    run_id: str
+    seq: int
+    state: str
+    estimated_tokens: int
+    model_tier: str
+    tier_reason: str
+    prompt_path: str
+
+
+class Store:
+    """Opens connections to the database and applies migrations once."""
+
+    def __init__(self, artifacts_dir: Path) -> None:
+        self.path = artifacts_dir / DB_FILENAME
+        artifacts_dir.mkdir(parents=True, exist_ok=True)
+        self._migrate()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA busy_timeout = 60000")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    def _migrate(self) -> None:
+        conn = self._connect()
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+            for name, sql in MIGRATIONS:
+                if name in done:
+                    continue
+                for statement in (s.strip() for s in sql.split(";")):
+                    if statement:
+                        conn.execute(statement)
+                conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, datetime('now'))", (name,))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            conn.close()
+
+    def applied_migrations(self) -> list[str]:
+        with self.read() as tx:
+            return [row[0] for row in tx.conn.execute("SELECT name FROM migrations ORDER BY name")]
+
+    @contextmanager
+    def write(self) -> Iterator[Tx]:
+        """One write transaction: committed on success, rolled back on any error."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            yield Tx(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            conn.close()
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        """A consistent read snapshot."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN")
+            yield Tx(conn)
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.close()
+
+
+def _cell(row: sqlite3.Row) -> Cell:
+    return Cell(
+        task_id=row["task_id"],
+        path=row["path"],
+        start_line=row["start_line"],
+        end_line=row["end_line"],
+        lens=row["lens"],
+        state=row["state"],
+        attempts=row["attempts"],
+        run_id=row["run_id"],
+        packet_id=row["packet_id"],
+        reason=row["reason"],
+        content_hash=row["content_hash"],
+    )
+
+
+class Tx:
+    """Typed queries inside one transaction. All of the project's SQL lives here."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    # audits -----------------------------------------------------------------
+    def current_audit(self) -> AuditRow | None:
+        row = self.conn.execute("SELECT * FROM audits ORDER BY audit_id DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        return AuditRow(
+            audit_id=row["audit_id"],
+            created_at=row["created_at"],
+            root=row["root"],
+            git_head=row["git_head"],
+            git_dirty=bool(row["git_dirty"]),
+            manifest_digest=row["manifest_digest"],
+            lenses=json.loads(row["lenses"]),
+            host_caps=json.loads(row["host_caps"]),
+            blocker=row["blocker"],
+            synthesized_at=row["synthesized_at"],
+        )
+
+    def create_audit(
+        self, *, now: str, root: str, git_head: str | None, git_dirty: bool, digest: str, lenses: Sequence[str]
+    ) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO audits (created_at, root, git_head, git_dirty, manifest_digest, lenses, host_caps)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (now, root, git_head, int(git_dirty), digest, json.dumps(list(lenses)), "{}"),
+        )
+        assert cur.lastrowid is not None
+        return cur.lastrowid
+
+    def set_host_caps(self, audit_id: int, caps: dict[str, Any]) -> None:
+        self.conn.execute(
+            "UPDATE audits SET host_caps = ? WHERE audit_id = ?", (json.dumps(caps, sort_keys=True), audit_id)
+        )
+
+    def set_blocker(self, audit_id: int, blocker: str | None) -> None:
+        self.conn.execute("UPDATE audits SET blocker = ? WHERE audit_id = ?", (blocker, audit_id))
+
+    def set_synthesized(self, audit_id: int, at: str | None) -> None:
+        self.conn.execute("UPDATE audits SET synthesized_at = ? WHERE audit_id = ?", (at, audit_id))
+
+    # files and edges ----------------------------------------------------------
+    def insert_files(self, audit_id: int, rows: Iterable[FileRow]) -> None:
+        self.conn.executemany(
+            "INSERT INTO files (audit_id, path, language, size, line_count, sha256, scope, skip_reason)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (audit_id, r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason)
+                for r in rows
+            ],
+        )
+
+    def files(self, audit_id: int) -> list[FileRow]:
+        rows = self.conn.execute("SELECT * FROM files WHERE audit_id = ? ORDER BY path", (audit_id,))
+        return [
+            FileRow(
+                path=r["path"],
+                language=r["language"],
+                size=r["size"],
+                line_count=r["line_count"],
+                sha256=r["sha256"],
+                scope=r["scope"],
+                skip_reason=r["skip_reason"],
+            )
+            for r in rows
+        ]
+
+    def insert_edges(self, audit_id: int, edges: Iterable[tuple[str, str]]) -> None:
+        self.conn.executemany(
+            "INSERT INTO edges (audit_id, src, dst) VALUES (?, ?, ?)", [(audit_id, s, d) for s, d in edges]
+        )
+
+    def edges(self, audit_id: int) -> list[tuple[str, str]]:
+        rows = self.conn.execute("SELECT src, dst FROM edges WHERE audit_id = ? ORDER BY src, dst", (audit_id,))
+        return [(r[0], r[1]) for r in rows]
+
+    # cells --------------------------------------------------------------------
+    def insert_cells(self, audit_id: int, cells: Iterable[Cell], now: str) -> None:
+        self.conn.executemany(
+            "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts,"
+            " run_id, packet_id, reason, content_hash, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    audit_id, c.task_id, c.path, c.start_line, c.end_line, c.lens, c.state, c.attempts,
+                    c.run_id, c.packet_id, c.reason, c.content_hash, now,
+                )
+                for c in cells
+            ],
+        )
+
+    def cells(self, audit_id: int, states: Sequence[str] | None = None) -> list[Cell]:
+        sql = "SELECT * FROM cells WHERE audit_id = ?"
+        args: list[Any] = [audit_id]
+        if states is not None:
+            sql += f" AND state IN ({','.join('?' for _ in states)})"
+            args.extend(states)
+        sql += " ORDER BY path, start_line, lens"
+        return [_cell(r) for r in self.conn.execute(sql, args)]
+
+    def cells_by_id(self, audit_id: int, task_ids: Sequence[str]) -> dict[str, Cell]:
+        found: dict[str, Cell] = {}
+        for i in range(0, len(task_ids), 500):
+            batch = task_ids[i : i + 500]
+            rows = self.conn.execute(
+                f"SELECT * FROM cells WHERE audit_id = ? AND task_id IN ({','.join('?' for _ in batch)})",
+                [audit_id, *batch],
+            )
+            for r in rows:
+                found[r["task_id"]] = _cell(r)
+        return found
+
+    def update_cell(
+        self,
+        audit_id: int,
+        task_id: str,
+        *,
+        state: str,
+        now: str,
+        attempts: int | None = None,
+        run_id: str | None = None,
+        packet_id: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        self.conn.execute(
+            "UPDATE cells SET state = ?, attempts = COALESCE(?, attempts), run_id = ?, packet_id = ?,"
+            " reason = ?, updated_at = ? WHERE audit_id = ? AND task_id = ?",
+            (state, attempts, run_id, packet_id, reason, now, audit_id, task_id),
+        )
+
+    def cell_counts(self, audit_id: int) -> dict[str, int]:
+        rows = self.conn.execute(
+            "SELECT state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY state", (audit_id,)
+        )
+        return {r[0]: r[1] for r in rows}
+
+    def cell_counts_by_lens(self, audit_id: int) -> dict[str, dict[str, int]]:
+        rows = self.conn.execute(
+            "SELECT lens, state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY lens, state", (audit_id,)
+        )
+        out: dict[str, dict[str, int]] = {}
+        for lens, state, n in rows:
+            out.setdefault(lens, {})[state] = n
+        return out
+
+    # runs and packets -----------------------------------------------------------
+    def runs(self, audit_id: int) -> list[RunRow]:
+        rows = self.conn.execute("SELECT * FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,))
+        return [self._run(r) for r in rows]
+
+    def run(self, run_id: str) -> RunRow | None:
+        row = self.conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else self._run(row)
+
+    @staticmethod
+    def _run(r: sqlite3.Row) -> RunRow:
+        return RunRow(
+            run_id=r["run_id"],
+            audit_id=r["audit_id"],
+            seq=r["seq"],
+            kind=r["kind"],
+            state=r["state"],
+            created_at=r["created_at"],
+            merged_at=r["merged_at"],
+            wave_size=r["wave_size"],
+            plan=json.loads(r["plan"]),
+        )
+
+    def insert_run(self, run: RunRow) -> None:
+        self.conn.execute(
+            "INSERT INTO runs (run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size, plan)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                run.run_id, run.audit_id, run.seq, run.kind, run.state, run.created_at, run.merged_at,
+                run.wave_size, json.dumps(run.plan, sort_keys=True),
+            ),
+        )
+
+    def finish_run(self, run_id: str, now: str) -> None:
+        self.conn.execute("UPDATE runs SET state = 'merged', merged_at = ? WHERE run_id = ?", (now, run_id))
+
+    def insert_packet(self, audit_id: int, packet: PacketRow, task_ids: Sequence[str]) -> None:
+        self.conn.execute(
+            "INSERT INTO packets (packet_id, run_id, audit_id, seq, state, estimated_tokens, model_tier,"
+            " tier_reason, prompt_path) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                packet.packet_id, packet.run_id, audit_id, packet.seq, packet.state, packet.estimated_tokens,
+                packet.model_tier, packet.tier_reason, packet.prompt_path,
+            ),
+        )
+        self.conn.executemany(
+            "INSERT INTO packet_tasks (packet_id, task_id) VALUES (?, ?)",
+            [(packet.packet_id, t) for t in task_ids],
+        )
+
+    def packets(self, run_id: str) -> list[PacketRow]:
+        rows = self.conn.execute("SELECT * FROM packets WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [self._packet(r) for r in rows]
+
+    def packet(self, packet_id: str) -> PacketRow | None:
+        row = self.conn.execute("SELECT * FROM packets WHERE packet_id = ?", (packet_id,)).fetchone()
+        return None if row is None else self._packet(row)
+
+    @staticmethod
+    def _packet(r: sqlite3.Row) -> PacketRow:
+        return PacketRow(
+            packet_id=r["packet_id"],
+            run_id=r["run_id"],
+            seq=r["seq"],
+            state=r["state"],
+            estimated_tokens=r["estimated_tokens"],
+            model_tier=r["model_tier"],
+            tier_reason=r["tier_reason"],
+            prompt_path=r["prompt_path"],
+        )
+
+    def set_packet_state(self, packet_id: str, state: str) -> None:
+        self.conn.execute("UPDATE packets SET state = ? WHERE packet_id = ?", (state, packet_id))
+
+    def packet_task_ids(self, packet_id: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT task_id FROM packet_tasks WHERE packet_id = ? ORDER BY task_id", (packet_id,)
+        )
+        return [r[0] for r in rows]
+
+    # submissions, findings, failures ---------------------------------------------
+    def submission(self, packet_id: str) -> tuple[str, dict[str, Any]] | None:
+        row = self.conn.execute(
+            "SELECT digest, payload FROM submissions WHERE packet_id = ?", (packet_id,)
+        ).fetchone()
+        return None if row is None else (row[0], json.loads(row[1]))
+
+    def put_submission(self, packet_id: str, run_id: str, digest: str, payload: dict[str, Any], now: str) -> None:
+        self.conn.execute("DELETE FROM submissions WHERE packet_id = ?", (packet_id,))
+        self.conn.execute(
+            "INSERT INTO submissions (packet_id, run_id, digest, payload, accepted_at) VALUES (?,?,?,?,?)",
+            (packet_id, run_id, digest, json.dumps(payload, sort_keys=True), now),
+        )
+
+    def submitted_packet_ids(self, run_id: str) -> set[str]:
+        rows = self.conn.execute("SELECT packet_id FROM submissions WHERE run_id = ?", (run_id,))
+        return {r[0] for r in rows}
+
+    def insert_finding(
+        self, audit_id: int, run_id: str, packet_id: str, task_id: str, lens: str, payload: dict[str, Any]
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO findings (audit_id, run_id, packet_id, task_id, lens, payload) VALUES (?,?,?,?,?,?)",
+            (audit_id, run_id, packet_id, task_id, lens, json.dumps(payload, sort_keys=True)),
+        )
+
+    def findings(self, audit_id: int) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT finding_id, run_id, packet_id, task_id, lens, payload FROM findings"
+            " WHERE audit_id = ? ORDER BY finding_id",
+            (audit_id,),
+        )
+        out = []
+        for r in rows:
+            item = json.loads(r["payload"])
+            item.update(
+                finding_id=r["finding_id"], run_id=r["run_id"], packet_id=r["packet_id"],
+                task_id=r["task_id"], lens=r["lens"],
+            )
+            out.append(item)
+        return out
+
+    def insert_failure(self, audit_id: int, run_id: str, packet_id: str, kind: str, detail: str, now: str) -> None:
+        self.conn.execute(
+            "INSERT INTO failures (audit_id, run_id, packet_id, kind, detail, at) VALUES (?,?,?,?,?,?)",
+            (audit_id, run_id, packet_id, kind, detail, now),
+        )
+
+    def failures(self, audit_id: int) -> list[dict[str, str]]:
+        rows = self.conn.execute(
+            "SELECT run_id, packet_id, kind, detail, at FROM failures WHERE audit_id = ? ORDER BY failure_id",
+            (audit_id,),
+        )
+        return [dict(r) for r in rows]
+
+    # ledger ------------------------------------------------------------------------
+    def log(self, *, now: str, audit_id: int | None, actor: str, action: str, detail: str, outcome: str) -> None:
+        self.conn.execute(
+            "INSERT INTO ledger (at, audit_id, actor, action, detail, outcome) VALUES (?,?,?,?,?,?)",
+            (now, audit_id, actor, action, detail, outcome),
+        )
+
+    def ledger(self, audit_id: int, limit: int = 50) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT at, actor, action, detail, outcome FROM ledger WHERE audit_id = ?"
+            " ORDER BY entry_id DESC LIMIT ?",
+            (audit_id, limit),
+        )
+        return [dict(r) for r in rows]

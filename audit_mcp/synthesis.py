@@ -1,0 +1,161 @@
+"""Synthesis: findings deduplicated across lenses and packets, fingerprinted, grouped into work blocks.
+
+Pure: raw findings in, ``Synthesis`` out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
+CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+_WS = re.compile(r"\s+")
+
+
+def fingerprint(file: str, category: str, evidence: str) -> str:
+    """An identity that survives line shifts: the file, the category and the normalised evidence."""
+    norm = _WS.sub(" ", evidence).strip().lower()
+    return hashlib.sha256(f"{file}\0{category.strip().lower()}\0{norm}".encode()).hexdigest()[:20]
+
+
+@dataclass
+class Finding:
+    finding_id: str
+    fingerprint: str
+    title: str
+    severity: str
+    confidence: str
+    category: str
+    file: str
+    start_line: int
+    end_line: int
+    evidence: str
+    description: str
+    recommendation: str
+    symbol: str | None
+    lenses: list[str]
+    reporters: list[str]
+    locations: list[tuple[int, int]]
+    related_locations: list[dict[str, Any]]
+    severity_reasons: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.finding_id, "fingerprint": self.fingerprint, "title": self.title,
+            "severity": self.severity, "confidence": self.confidence, "category": self.category,
+            "file": self.file, "start_line": self.start_line, "end_line": self.end_line,
+            "evidence": self.evidence, "description": self.description,
+            "recommendation": self.recommendation, "symbol": self.symbol, "lenses": self.lenses,
+            "reported_by": self.reporters,
+            "evidence_ranges": [{"start_line": a, "end_line": b} for a, b in self.locations],
+            "related_locations": self.related_locations,
+        }
+
+
+@dataclass(frozen=True)
+class WorkBlock:
+    block_id: str
+    title: str
+    severity: str
+    effort: str
+    finding_ids: list[str]
+    files: list[str]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.block_id, "title": self.title, "severity": self.severity, "effort": self.effort,
+                "findings": self.finding_ids, "files": self.files}
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    findings: list[Finding]
+    blocks: list[WorkBlock]
+
+    def by_severity(self) -> dict[str, int]:
+        counts = dict.fromkeys(SEVERITY_RANK, 0)
+        for f in self.findings:
+            counts[f.severity] += 1
+        return counts
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def _merge_into(target: Finding, raw: dict[str, Any]) -> None:
+    lens = raw["lens"]
+    if lens not in target.lenses:
+        target.lenses.append(lens)
+    reporter = raw["packet_id"]
+    if reporter not in target.reporters:
+        target.reporters.append(reporter)
+    span = (raw["start_line"], raw["end_line"])
+    if span not in target.locations:
+        target.locations.append(span)
+    if SEVERITY_RANK[raw["severity"]] < SEVERITY_RANK[target.severity]:
+        target.severity_reasons.append(f"raised to {raw['severity']} by the {lens} lens: {raw['title']}")
+        target.severity = raw["severity"]
+    if CONFIDENCE_RANK[raw["confidence"]] < CONFIDENCE_RANK[target.confidence]:
+        target.confidence = raw["confidence"]
+    for rel in raw.get("related_locations", []):
+        if rel not in target.related_locations:
+            target.related_locations.append(rel)
+
+
+def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
+    """Merge findings about the same place and problem; order by severity; group into work blocks."""
+    merged: list[Finding] = []
+    by_fp: dict[str, Finding] = {}
+    for raw in sorted(raw_findings, key=lambda r: (SEVERITY_RANK[r["severity"]], r["file"], r["start_line"])):
+        fp = fingerprint(raw["file"], raw["category"], raw["evidence"])
+        span = (raw["start_line"], raw["end_line"])
+        same = by_fp.get(fp) or next(
+            (
+                f for f in merged
+                if f.file == raw["file"] and f.category.lower() == raw["category"].lower()
+                and any(_overlaps(span, loc) for loc in f.locations)
+            ),
+            None,
+        )
+        if same is not None:
+            _merge_into(same, raw)
+            by_fp.setdefault(fp, same)
+            continue
+        finding = Finding(
+            finding_id="", fingerprint=fp, title=raw["title"], severity=raw["severity"],
+            confidence=raw["confidence"], category=raw["category"], file=raw["file"],
+            start_line=raw["start_line"], end_line=raw["end_line"], evidence=raw["evidence"],
+            description=raw["description"], recommendation=raw["recommendation"], symbol=raw.get("symbol"),
+            lenses=[raw["lens"]], reporters=[raw["packet_id"]], locations=[span],
+            related_locations=list(raw.get("related_locations", [])),
+        )
+        merged.append(finding)
+        by_fp[fp] = finding
+    merged.sort(key=lambda f: (SEVERITY_RANK[f.severity], CONFIDENCE_RANK[f.confidence], f.file, f.start_line))
+    for i, f in enumerate(merged, 1):
+        f.finding_id = f"F{i:03d}"
+    return Synthesis(merged, _blocks(merged))
+
+
+def _blocks(findings: Sequence[Finding]) -> list[WorkBlock]:
+    groups: dict[tuple[str, str], list[Finding]] = defaultdict(list)
+    for f in findings:
+        groups[(f.category.strip(), posixpath.dirname(f.file) or ".")].append(f)
+    blocks = []
+    for (category, directory), members in groups.items():
+        severity = min((m.severity for m in members), key=SEVERITY_RANK.__getitem__)
+        files = sorted({m.file for m in members})
+        effort = "small" if len(members) == 1 else "medium" if len(files) <= 3 else "large"
+        title = members[0].title if len(members) == 1 else f"{category}: {len(members)} findings in {directory}/"
+        blocks.append((severity, -len(members), category, directory, title, effort, members, files))
+    blocks.sort(key=lambda b: (SEVERITY_RANK[b[0]], b[1], b[2], b[3]))
+    return [
+        WorkBlock(f"W{i:02d}", title, severity, effort, [m.finding_id for m in members], files)
+        for i, (severity, _n, _c, _d, title, effort, members, files) in enumerate(blocks, 1)
+    ]

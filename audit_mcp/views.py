@@ -1,0 +1,89 @@
+"""Read-only views over an audit: the quota and the status."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from audit_mcp import hosts
+from audit_mcp.coverage import CellState, completeness, totals
+from audit_mcp.limits import balanced_waves
+from audit_mcp.models import LimitView, QuotaStatus, StatusView
+from audit_mcp.packets import pack
+from audit_mcp.synthesis import synthesize
+
+if TYPE_CHECKING:
+    from audit_mcp.service import AuditService
+
+
+def learned_state_path() -> Path:
+    """Where learned rate-limit state lives: per user, outside any repository."""
+    base = os.environ.get("AUDIT_MCP_STATE_DIR")
+    if base:
+        return Path(base) / "learned.sqlite3"
+    xdg = os.environ.get("XDG_STATE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "audit-mcp" / "learned.sqlite3"
+
+
+def quota_view(service: AuditService, host_model: str | None, provider: str | None) -> QuotaStatus:
+    config = service.config()
+    with service.store.read() as tx:
+        audit = tx.current_audit()
+        remembered = audit.host_caps if audit else {}
+        caps = hosts.resolve({"model": host_model}, remembered, config.host, None)
+        limits = service.limits(config, caps.model, provider)
+        budget = min(limits.packet_budget, config.max_packet_tokens)
+        failures = tx.failures(audit.audit_id) if audit else []
+        cooldown = service._cooldown(tx, audit.audit_id) if audit else None
+        pending = tx.cells(audit.audit_id, [CellState.PENDING]) if audit else []
+        files = {f.path: f for f in tx.files(audit.audit_id)} if audit else {}
+        edges = tx.edges(audit.audit_id) if audit else []
+    last_429 = next((f["at"] for f in reversed(failures) if f["kind"] == "rate_limited"), None)
+    plans = pack(pending, files, edges, budget=budget, prefix_tokens=6_000) if pending else []
+    waves = balanced_waves(len(plans), caps.max_active_subagents)
+    notes = []
+    if all(v.confidence == "low" for v in limits.limits.values()):
+        notes.append("Every limit is a built-in default (low confidence): set [model] in the session config or "
+                     "the AUDIT_MCP_* environment variables to make them medium.")
+    return QuotaStatus(
+        provider=limits.provider,
+        model=limits.model,
+        limits={k: LimitView(value=v.value, source=v.source, confidence=v.confidence)  # type: ignore[arg-type]
+                for k, v in limits.limits.items()},
+        packet_budget_tokens=budget,
+        learned={"max_safe_concurrency": caps.max_active_subagents, "cooldown_until": cooldown,
+                 "last_429_at": last_429,
+                 "rate_limited_failures": sum(1 for f in failures if f["kind"] == "rate_limited")},
+        learned_state_path=str(learned_state_path()),
+        host_max_active_subagents=caps.max_active_subagents,
+        schedule={"pending_cells": len(pending), "packets": len(plans), "waves": waves,
+                  "wave_size": waves[0] if waves else 0, "cooldown_until": cooldown,
+                  "estimated_tokens": sum(p.estimated_tokens for p in plans)},
+        notes=notes,
+    )
+
+
+def status_view(service: AuditService) -> StatusView:
+    with service.store.read() as tx:
+        audit = tx.current_audit()
+        if audit is None:
+            return StatusView(repo_root=str(service.root), artifacts_dir=str(service.artifacts_dir), audit_id=None,
+                              completeness="unknown", coverage={}, coverage_by_lens={}, findings_by_severity={},
+                              runs=[], skipped_files=0, blocker=None, ledger=[])
+        counts = tx.cell_counts(audit.audit_id)
+        runs: list[dict[str, Any]] = []
+        for run in tx.runs(audit.audit_id):
+            packets = tx.packets(run.run_id)
+            runs.append({"run_id": run.run_id, "kind": run.kind, "state": run.state, "created_at": run.created_at,
+                         "packets": len(packets), "submitted": len(tx.submitted_packet_ids(run.run_id)),
+                         "waves": run.plan.get("waves", [])})
+        synthesis = synthesize(tx.findings(audit.audit_id))
+        return StatusView(
+            repo_root=str(service.root), artifacts_dir=str(service.artifacts_dir), audit_id=audit.audit_id,
+            completeness=completeness(counts), coverage=totals(counts),
+            coverage_by_lens=tx.cell_counts_by_lens(audit.audit_id),
+            findings_by_severity=synthesis.by_severity(), runs=runs,
+            skipped_files=sum(1 for f in tx.files(audit.audit_id) if f.scope == "skipped"),
+            blocker=audit.blocker, ledger=tx.ledger(audit.audit_id, 20),
+        )
