@@ -50,14 +50,19 @@ def unit_tokens(row: FileRow, start: int, end: int) -> int:
     return max(1, int(row.size * min(1.0, share) / chars_per_token(row.language)) + 1)
 
 
-def _units(cells: Sequence[Cell], files: Mapping[str, FileRow]) -> list[Unit]:
+def _units(cells: Sequence[Cell], files: Mapping[str, FileRow], room: int) -> list[Unit]:
     grouped: dict[tuple[str, int, int], list[Cell]] = defaultdict(list)
     for cell in cells:
         grouped[(cell.path, cell.start_line, cell.end_line)].append(cell)
     units = []
     for (path, start, end), group in sorted(grouped.items()):
-        tokens = unit_tokens(files[path], start, end) + TOKENS_PER_TASK * len(group)
-        units.append(Unit(path, start, end, tuple(sorted(group, key=lambda c: c.lens)), tokens))
+        group.sort(key=lambda c: c.lens)
+        read = unit_tokens(files[path], start, end)
+        # All lenses of a file share one read, unless that does not fit: then the lenses are split up.
+        per_unit = max(1, (room - read) // TOKENS_PER_TASK)
+        for i in range(0, len(group), per_unit):
+            part = group[i : i + per_unit]
+            units.append(Unit(path, start, end, tuple(part), read + TOKENS_PER_TASK * len(part)))
     return units
 
 
@@ -88,7 +93,8 @@ def pack(
     caller chunks files, so this only happens with tiny budgets) and is marked
     ``deep``.
     """
-    units = _units(cells, files)
+    room = max(1, budget - prefix_tokens)
+    units = _units(cells, files, room)
     by_path: dict[str, list[int]] = defaultdict(list)
     for i, unit in enumerate(units):
         by_path[unit.path].append(i)
@@ -99,7 +105,6 @@ def pack(
     assigned = [False] * len(units)
     plans: list[PacketPlan] = []
     cursor = 0
-    room = max(1, budget - prefix_tokens)
     while True:
         while cursor < len(units) and assigned[cursor]:
             cursor += 1

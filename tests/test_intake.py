@@ -1,0 +1,68 @@
+"""Intake: what is in scope, what is skipped and why, and the import edges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from audit_mcp.config import SessionConfig
+from audit_mcp.intake import build_manifest
+from tests.conftest import git
+
+
+def _by_path(root: Path, config: SessionConfig | None = None) -> dict[str, tuple[str, str | None]]:
+    manifest = build_manifest(root, root / ".audit-mcp", config or SessionConfig())
+    return {f.path: (f.scope, f.skip_reason) for f in manifest.files}
+
+
+def test_a_plain_directory_honours_gitignore_and_records_skips_with_reasons(plain_repo: Path) -> None:
+    (plain_repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0")
+    (plain_repo / "build").mkdir()
+    (plain_repo / "build" / "out.py").write_text("x = 1\n")
+    (plain_repo / "escape.txt").symlink_to("/etc/hostname")
+    files = _by_path(plain_repo)
+    assert "debug.log" not in files and "build/out.py" not in files
+    assert files["app/db.py"] == ("review", None)
+    assert files["web/static/render.js"] == ("review", None)
+    assert files["vendor/left-pad.js"][1].startswith("vendored")
+    assert files["app/schema_pb2.py"][1].startswith("generated")
+    assert files["logo.png"][1] == "binary file"
+    assert files["escape.txt"][1] == "symlink that leaves the repository root (not followed)"
+    assert files["README.md"][1].startswith("documentation")
+
+
+def test_a_git_repository_lists_tracked_and_unignored_files_and_never_the_artifacts(repo: Path) -> None:
+    (repo / ".audit-mcp").mkdir()
+    (repo / ".audit-mcp" / "x.py").write_text("print(1)\n")
+    (repo / "new_module.py").write_text("import os\n")
+    files = _by_path(repo)
+    assert "new_module.py" in files and "debug.log" not in files
+    assert not any(p.startswith(".audit-mcp") for p in files)
+
+
+def test_include_and_exclude_globs_narrow_the_scope(repo: Path) -> None:
+    files = _by_path(repo, SessionConfig(include=["app/**"], exclude=["app/jobs.py"]))
+    assert "app/db.py" in files and "app/jobs.py" not in files and "web/server.js" not in files
+
+
+def test_oversize_files_are_skipped_with_the_limit_named(repo: Path) -> None:
+    (repo / "big.py").write_text("x = 1\n" * 2000)
+    files = _by_path(repo, SessionConfig(max_file_bytes=5_000))
+    assert files["big.py"][1].startswith("oversize: 12000 bytes > max_file_bytes 5000")
+
+
+def test_import_edges_are_read_for_python_and_javascript(repo: Path) -> None:
+    manifest = build_manifest(repo, repo / ".audit-mcp", SessionConfig())
+    edges = set(manifest.edges)
+    assert ("app/handlers.py", "app/db.py") in edges
+    assert ("app/handlers.py", "app/cache.py") in edges
+    assert ("web/server.js", "web/api.js") in edges
+    assert any(src == "web/static/api.js" or dst == "web/static/render.js" for src, dst in edges)
+
+
+def test_the_snapshot_records_head_and_dirtiness(repo: Path) -> None:
+    clean = build_manifest(repo, repo / ".audit-mcp", SessionConfig())
+    assert clean.git_head and not clean.git_dirty
+    (repo / "app" / "db.py").write_text("changed = True\n")
+    dirty = build_manifest(repo, repo / ".audit-mcp", SessionConfig())
+    assert dirty.git_dirty and dirty.digest != clean.digest
+    git(repo, "status")
