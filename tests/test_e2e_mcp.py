@@ -121,3 +121,29 @@ async def test_tools_publish_output_schemas_and_annotations(repo: Path) -> None:
     assert tools["submit_packet"].annotations.read_only_hint is False
     text = prompt.messages[0].content.text  # type: ignore[union-attr]
     assert "next_step" in text and str(repo) in text
+
+
+@pytest.mark.anyio
+async def test_subagents_submitting_at_once_through_one_server_lose_nothing(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    import anyio
+
+    (repo / ".audit-mcp.toml").write_text("max_packet_tokens = 24000\n")
+    async with Client(build_server(repo)) as client:
+        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 16})
+        plan = json.loads(await _read(client, f"audit://runs/{step['run_id']}/dispatch-plan"))
+        assert len(plan["packets"]) >= 6
+        receipts: list[dict[str, Any]] = []
+
+        async def submit(packet: dict[str, Any]) -> None:
+            receipts.append(await _call(client, "submit_packet", {
+                "run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)}))
+
+        async with anyio.create_task_group() as group:
+            for packet in plan["packets"]:
+                group.start_soon(submit, packet)
+        summary = await _call(client, "merge_and_ingest", {"run_id": plan["run_id"]})
+    assert all(r["accepted"] for r in receipts) and len(receipts) == len(plan["packets"])
+    assert summary["packets_merged"] == len(plan["packets"])
+    assert summary["coverage"]["reviewed"] == summary["coverage"]["total"]
