@@ -179,7 +179,8 @@ class AuditService:
         submitted = len(tx.submitted_packet_ids(open_run.run_id)) if open_run else 0
         return PlannerState(
             has_audit=True,
-            has_cells=bool(counts) or any(f.scope == "review" for f in tx.files(audit.audit_id)) is False,
+            # With nothing in scope there is nothing to plan: the matrix is empty by design.
+            has_cells=bool(counts) or not any(f.scope == "review" for f in tx.files(audit.audit_id)),
             blocker=audit.blocker,
             open_run_id=open_run.run_id if open_run else None,
             open_run_packets=len(packets),
@@ -589,8 +590,11 @@ class AuditService:
         if fmt not in ("md", "json"):
             raise ConfigError(f"unknown report format {fmt!r}; use md or json")
         path = self.report_md_path if fmt == "md" else self.report_json_path
-        if path.exists():
+        with self.store.read() as tx:
+            synthesized = self._require_audit(tx).synthesized_at is not None
+        if synthesized and path.exists():
             return path.read_text(encoding="utf-8")
+        # The audit is still running (or the file is gone): a provisional report from the current state.
         report = self.build_report_input()
         return render_markdown(report) if fmt == "md" else json.dumps(render_json(report), indent=2) + "\n"
 

@@ -105,3 +105,20 @@ def test_a_partly_submitted_run_is_handed_back_with_only_the_missing_packets(
     assert resumed.run_id == plan["run_id"]
     assert resumed.packets_outstanding == len(plan["packets"]) - 1
     assert done["packet_id"] in Path(resumed.prompt_path).read_text().split("## For each wave")[0]
+
+
+def test_a_new_audit_after_a_finished_one_starts_over_and_its_report_is_provisional(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    (repo / ".audit-mcp.toml").write_text('lenses = ["security"]\n')
+    service = AuditService(repo)
+    step = service.next_step({"can_dispatch_subagents": True})
+    plan = _plan(step.artifact_paths["plan"])
+    for packet in plan["packets"]:
+        service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet))
+    service.merge_and_ingest(plan["run_id"])
+    assert service.next_step().step_kind == "present_report"
+    assert "**Completeness: complete**" in service.report()
+    fresh = service.next_step(new_audit=True)
+    assert fresh.step_kind == "dispatch_review" and fresh.run_id == "A2-R1"
+    assert "**Completeness: unknown**" in service.report()
