@@ -24,8 +24,9 @@ from audit_mcp.dispatch import (
     render_packet_prompt,
 )
 from audit_mcp.errors import AuditError, ConfigError, NotFoundError, PathError
-from audit_mcp.failures import NOT_SUBMITTED, classify, cooldown_until
+from audit_mcp.failures import classify, cooldown_until
 from audit_mcp.files import resolve_inside, write_atomic
+from audit_mcp.ingest import ingest_run
 from audit_mcp.intake import build_manifest
 from audit_mcp.lenses import resolve_lenses
 from audit_mcp.limits import ResolvedLimits, balanced_waves, resolve_limits
@@ -35,7 +36,6 @@ from audit_mcp.models import (
     Problem,
     QuotaStatus,
     Receipt,
-    RequeuedTask,
     StatusView,
     Step,
 )
@@ -43,7 +43,7 @@ from audit_mcp.packets import pack
 from audit_mcp.planner import Decision, Executor, Obligation, PlannerState, decide
 from audit_mcp.report import ReportInput, render_json, render_markdown
 from audit_mcp.steps import StepContext, render_step
-from audit_mcp.store import AuditRow, Cell, PacketRow, RunRow, Store, Tx
+from audit_mcp.store import AuditRow, PacketRow, RunRow, Store, Tx
 from audit_mcp.synthesis import synthesize
 from audit_mcp.validation import MAX_PAYLOAD_CHARS, PacketValidator
 from audit_mcp.views import quota_view, status_view
@@ -476,78 +476,20 @@ class AuditService:
                                     tasks_covered=0, tasks_requeued=0, tasks_failed=0, requeued=[],
                                     coverage=totals(counts), completeness=completeness(counts),
                                     next_action="This run was already merged; nothing changed. Call next_step.")
-            merged = failed_packets = covered = 0
-            requeued: list[RequeuedTask] = []
-            kinds: dict[str, int] = {}
-            signatures: set[str] = set()
-            for packet in packets:
-                task_ids = tx.packet_task_ids(packet.packet_id)
-                cells = tx.cells_by_id(audit.audit_id, task_ids)
-                submission = tx.submission(packet.packet_id)
-                if submission is not None:
-                    merged += 1
-                    tx.set_packet_state(packet.packet_id, "merged")
-                    for result in submission[1]["results"]:
-                        cell = cells[result["task_id"]]
-                        if result["status"] == "could_not_review":
-                            requeued.append(self._requeue(tx, audit.audit_id, cell, config,
-                                                          f"could not review: {result.get('reason', '')}", now))
-                            continue
-                        state = CellState.REVIEWED if result["status"] == "reviewed" else CellState.NOT_APPLICABLE
-                        tx.update_cell(audit.audit_id, cell.task_id, state=state, now=now, run_id=run_id,
-                                       packet_id=packet.packet_id, reason=result.get("reason"))
-                        covered += 1
-                        for finding in result["findings"]:
-                            tx.insert_finding(audit.audit_id, run_id, packet.packet_id, cell.task_id, cell.lens,
-                                              finding)
-                    continue
-                failed_packets += 1
-                text = reported.get(packet.packet_id, NOT_SUBMITTED)
-                failure = classify(text)
-                kinds[failure.kind] = kinds.get(failure.kind, 0) + 1
-                signatures.add(f"{failure.kind}: {text[:300]}")
-                tx.insert_failure(audit.audit_id, run_id, packet.packet_id, failure.kind, text, now)
-                tx.set_packet_state(packet.packet_id, "failed")
-                if failure.kind == "auth_or_config":
-                    tx.set_blocker(audit.audit_id, f"a subagent failed with an authentication or configuration "
-                                   f"error, which a retry cannot fix: {text[:500]}. Fix it, then call next_step "
-                                   "with retry_blocked=true.")
-                for cell in cells.values():
-                    requeued.append(self._requeue(tx, audit.audit_id, cell, config,
-                                                  f"{failure.kind}: {text[:200]}", now))
-            if packets and failed_packets == len(packets) and len(signatures) == 1:
-                self._stop_on_repeat(tx, audit.audit_id, run, signatures.pop())
+            outcome = ingest_run(tx, audit.audit_id, run, packets, reported, config.max_attempts, now)
             tx.finish_run(run_id, now)
             counts = tx.cell_counts(audit.audit_id)
             tx.log(now=now, audit_id=audit.audit_id, actor=actor, action="merge_and_ingest",
-                   detail=f"run {run_id}: {merged} merged, {failed_packets} failed, {covered} task(s) covered, "
-                          f"{len(requeued)} requeued", outcome="ok")
-        still = [r for r in requeued if r.state == "pending"]
+                   detail=f"run {run_id}: {outcome.merged} merged, {outcome.failed} failed, {outcome.covered} "
+                          f"task(s) covered, {len(outcome.requeued)} requeued", outcome="ok")
+        still = [r for r in outcome.requeued if r.state == "pending"]
         return MergeSummary(
-            run_id=run_id, packets_merged=merged, packets_failed=failed_packets, tasks_covered=covered,
-            tasks_requeued=len(still), tasks_failed=len(requeued) - len(still),
-            requeued=requeued[:MAX_REQUEUED_LISTED], failure_kinds=kinds, coverage=totals(counts),
+            run_id=run_id, packets_merged=outcome.merged, packets_failed=outcome.failed,
+            tasks_covered=outcome.covered, tasks_requeued=len(still), tasks_failed=len(outcome.requeued) - len(still),
+            requeued=outcome.requeued[:MAX_REQUEUED_LISTED], failure_kinds=outcome.kinds, coverage=totals(counts),
             completeness=completeness(counts),
             next_action="Call next_step now: it hands out what is still open, or writes the report.",
         )
-
-    def _requeue(self, tx: Tx, audit_id: int, cell: Cell, config: SessionConfig, why: str, now: str) -> RequeuedTask:
-        attempts = cell.attempts + 1
-        state = CellState.FAILED if attempts >= config.max_attempts else CellState.PENDING
-        reason = why if state is CellState.PENDING else f"gave up after {attempts} attempt(s); last: {why}"
-        tx.update_cell(audit_id, cell.task_id, state=state, now=now, attempts=attempts, reason=reason)
-        return RequeuedTask(task_id=cell.task_id, file=cell.path, lens=cell.lens, why=why, state=state.value)
-
-    def _stop_on_repeat(self, tx: Tx, audit_id: int, run: RunRow, signature: str) -> None:
-        previous = [r for r in tx.runs(audit_id) if r.seq == run.seq - 1]
-        if not previous:
-            return
-        before = [f for f in tx.failures(audit_id) if f["run_id"] == previous[0].run_id]
-        packets_before = tx.packets(previous[0].run_id)
-        if len(before) == len(packets_before) and {f"{f['kind']}: {f['detail'][:300]}" for f in before} == {signature}:
-            tx.set_blocker(audit_id, f"every packet of two runs in a row failed the same way ({signature}); "
-                                     "retrying again would loop. Fix the cause, then call next_step with "
-                                     "retry_blocked=true.")
 
     # reports and views ----------------------------------------------------------------
     def _require_audit(self, tx: Tx) -> AuditRow:

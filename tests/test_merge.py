@@ -122,3 +122,15 @@ def test_a_new_audit_after_a_finished_one_starts_over_and_its_report_is_provisio
     fresh = service.next_step(new_audit=True)
     assert fresh.step_kind == "dispatch_review" and fresh.run_id == "A2-R1"
     assert "**Completeness: unknown**" in service.report()
+
+
+def test_two_runs_failing_the_same_way_stop_with_a_blocker_instead_of_looping(repo: Path) -> None:
+    service = AuditService(repo)
+    step = service.next_step({"can_dispatch_subagents": True})
+    for _ in range(2):
+        plan = _plan(step.artifact_paths["plan"])
+        service.merge_and_ingest(plan["run_id"], [{"packet_id": p["packet_id"], "error": "subagent crashed: E42"}
+                                                  for p in plan["packets"]])
+        step = service.next_step()
+    assert step.step_kind == "blocked"
+    assert "failed the same way" in step.reason and "subagent crashed: E42" in step.reason
