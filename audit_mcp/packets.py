@@ -122,10 +122,9 @@ def pack(
         scan, misses = cursor + 1, 0
         while scan < len(units) and misses < 64:
             if not assigned[scan]:
+                # After a few misses, any directory will do: a full packet beats a tidy one.
                 same_dir = posixpath.dirname(units[scan].path) == seed_dir
-                if (same_dir or misses >= 8) and builder.offer(scan):
-                    pass
-                else:
+                if not ((same_dir or misses >= 8) and builder.offer(scan)):
                     misses += 1
             scan += 1
         chosen_units = tuple(units[i] for i in sorted(builder.chosen))
