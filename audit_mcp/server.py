@@ -49,8 +49,9 @@ class Registry:
         key = path.resolve()
         with self._lock:
             if key not in self._services:
-                artifacts = self._artifacts_dir if (self._default_root and key == self._default_root.resolve()) \
-                    or not root else None
+                # An explicit artifacts directory belongs to the default root; other roots use their own.
+                default = (self._default_root or Path.cwd()).resolve()
+                artifacts = self._artifacts_dir if key == default else None
                 self._services[key] = AuditService(key, artifacts, config_path=self._config_path,
                                                    clock=self._clock)
             return self._services[key]

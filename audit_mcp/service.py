@@ -29,7 +29,7 @@ from audit_mcp.files import resolve_inside, write_atomic
 from audit_mcp.ingest import ingest_run
 from audit_mcp.intake import build_manifest
 from audit_mcp.lenses import resolve_lenses
-from audit_mcp.limits import ResolvedLimits, balanced_waves, resolve_limits
+from audit_mcp.limits import ResolvedLimits, resolve_limits
 from audit_mcp.models import (
     HostCapabilities,
     MergeSummary,
@@ -180,7 +180,7 @@ class AuditService:
         return PlannerState(
             has_audit=True,
             # With nothing in scope there is nothing to plan: the matrix is empty by design.
-            has_cells=bool(counts) or not any(f.scope == "review" for f in tx.files(audit.audit_id)),
+            has_cells=bool(counts) or not tx.file_counts(audit.audit_id).get("review", 0),
             blocker=audit.blocker,
             open_run_id=open_run.run_id if open_run else None,
             open_run_packets=len(packets),
@@ -254,8 +254,7 @@ class AuditService:
     def _dispatch(self, config: SessionConfig, caps: HostCapabilities) -> None:
         limits = self.limits(config, caps.model)
         budget = min(limits.packet_budget, config.max_packet_tokens)
-        lenses = [lens for lens in resolve_lenses(config)]
-        prefix = packet_prompt_prefix(lenses)
+        prefix = packet_prompt_prefix(resolve_lenses(config))
         now = self.now()
         with self.store.write() as tx:
             audit = self._require_audit(tx)
@@ -272,7 +271,7 @@ class AuditService:
             for n, plan in enumerate(plans, 1):
                 packet_id = f"{run_id}-P{n:02d}"
                 specs.append(PacketSpec(packet_id, plan, self.packet_prompt_path(run_id, packet_id)))
-            cooldown = self._cooldown(tx, audit.audit_id)
+            cooldown = self.cooldown(tx, audit.audit_id)
             plan_doc = dispatch_plan(
                 run_id=run_id, kind="single" if single else "dispatch", specs=specs,
                 wave_cap=caps.max_active_subagents, cooldown_until=cooldown,
@@ -297,7 +296,7 @@ class AuditService:
             tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="dispatch",
                    detail=f"run {run_id}: {len(specs)} packet(s), waves {plan_doc['waves']}", outcome="ok")
 
-    def _cooldown(self, tx: Tx, audit_id: int) -> str | None:
+    def cooldown(self, tx: Tx, audit_id: int) -> str | None:
         """The end of the latest rate-limit cooldown, when it is still in the future."""
         latest = None
         for failure in tx.failures(audit_id):
@@ -400,9 +399,9 @@ class AuditService:
                                     f"run {run_id} is finished (merged), so packet {packet_id} is superseded; {hint}")
             task_ids = tx.packet_task_ids(packet_id)
             cells = list(tx.cells_by_id(run.audit_id, task_ids).values())
-            known = {f.path for f in tx.files(run.audit_id)}
             previous = tx.submission(packet_id)
-        validator = PacketValidator(packet_id, cells, self._read_lines, known.__contains__)
+        validator = PacketValidator(packet_id, cells, self._read_lines,
+                                    lambda path: self._in_manifest(run.audit_id, path))
         outcome = validator.validate(results, usage)
         warnings = [Problem(location=w.location, message=w.message) for w in outcome.warnings]
         if not outcome.accepted:
@@ -439,6 +438,10 @@ class AuditService:
             next_action="Accepted. Your packet is done; stop here." if not duplicate else
             "Already accepted with identical content; nothing changed. Your packet is done.",
         )
+
+    def _in_manifest(self, audit_id: int, path: str) -> bool:
+        with self.store.read() as tx:
+            return tx.has_file(audit_id, path)
 
     def _read_lines(self, path: str) -> list[str] | None:
         try:
@@ -546,13 +549,10 @@ class AuditService:
             counts = tx.cell_counts(audit.audit_id)
             return {"audit_id": audit.audit_id, "completeness": completeness(counts), "totals": totals(counts),
                     "by_lens": tx.cell_counts_by_lens(audit.audit_id),
-                    "skipped_files": sum(1 for f in tx.files(audit.audit_id) if f.scope == "skipped")}
+                    "skipped_files": tx.file_counts(audit.audit_id).get("skipped", 0)}
 
     def quota(self, host_model: str | None = None, provider: str | None = None) -> QuotaStatus:
         return quota_view(self, host_model, provider)
 
     def status(self) -> StatusView:
         return status_view(self)
-
-    def waves_for(self, n_packets: int, caps: HostCapabilities) -> list[int]:
-        return balanced_waves(n_packets, caps.max_active_subagents)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from audit_mcp.limits import balanced_waves
 from audit_mcp.models import HostCapabilities, Step
 from audit_mcp.templates import render
 
@@ -68,8 +69,6 @@ def _waves_table(ctx: StepContext, waves: list[int]) -> str:
 
 def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     assert ctx.plan is not None and ctx.run_id is not None and ctx.plan_path is not None
-    from audit_mcp.limits import balanced_waves
-
     waves = balanced_waves(len(ctx.outstanding), ctx.caps.max_active_subagents)
     model_rule = (
         "Choose each subagent's model from its packet's tier: " + "; ".join(

@@ -244,6 +244,15 @@ class Tx:
             for r in rows
         ]
 
+    def file_counts(self, audit_id: int) -> dict[str, int]:
+        """Files of the manifest by scope (``review`` / ``skipped``)."""
+        rows = self.conn.execute("SELECT scope, COUNT(*) FROM files WHERE audit_id = ? GROUP BY scope", (audit_id,))
+        return {r[0]: r[1] for r in rows}
+
+    def has_file(self, audit_id: int, path: str) -> bool:
+        row = self.conn.execute("SELECT 1 FROM files WHERE audit_id = ? AND path = ?", (audit_id, path)).fetchone()
+        return row is not None
+
     def insert_edges(self, audit_id: int, edges: Iterable[tuple[str, str]]) -> None:
         self.conn.executemany(
             "INSERT INTO edges (audit_id, src, dst) VALUES (?, ?, ?)", [(audit_id, s, d) for s, d in edges]

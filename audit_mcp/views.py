@@ -35,7 +35,7 @@ def quota_view(service: AuditService, host_model: str | None, provider: str | No
         limits = service.limits(config, caps.model, provider)
         budget = min(limits.packet_budget, config.max_packet_tokens)
         failures = tx.failures(audit.audit_id) if audit else []
-        cooldown = service._cooldown(tx, audit.audit_id) if audit else None
+        cooldown = service.cooldown(tx, audit.audit_id) if audit else None
         pending = tx.cells(audit.audit_id, [CellState.PENDING]) if audit else []
         files = {f.path: f for f in tx.files(audit.audit_id)} if audit else {}
         edges = tx.edges(audit.audit_id) if audit else []
@@ -84,6 +84,6 @@ def status_view(service: AuditService) -> StatusView:
             completeness=completeness(counts), coverage=totals(counts),
             coverage_by_lens=tx.cell_counts_by_lens(audit.audit_id),
             findings_by_severity=synthesis.by_severity(), runs=runs,
-            skipped_files=sum(1 for f in tx.files(audit.audit_id) if f.scope == "skipped"),
+            skipped_files=tx.file_counts(audit.audit_id).get("skipped", 0),
             blocker=audit.blocker, ledger=tx.ledger(audit.audit_id, 20),
         )
