@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="print the audit report")
     _common(p)
     p.add_argument("--format", choices=("md", "json"), default="md")
+
+    p = sub.add_parser("demo", help="audit the bundled fixture with a scripted reviewer, in seconds")
+    p.add_argument("--dir", type=Path, default=None, help="where to copy the fixture (default: a new temp folder)")
     return parser
 
 
@@ -136,10 +139,25 @@ def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from audit_mcp.demo import REVIEWER_LABEL, run_demo
+
+    print("audit-mcp demo: a whole audit of the bundled fixture. The reviews are SCRIPTED: they show the "
+          "orchestration, not a model's judgement.", flush=True)
+    result = run_demo(args.dir, lambda line: print(line, flush=True))
+    print(f"done: {result.runs} run(s), {result.packets} packet(s), {result.findings} finding(s), completeness "
+          f"{result.completeness} (reviewer: {REVIEWER_LABEL})")
+    print(f"report: {result.report_path}")
+    print(f"report (JSON): {result.report_json_path}")
+    return EXIT_OK
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.verb == "serve":
         return _serve(args)
+    if args.verb == "demo":
+        return _demo(args)
     service = AuditService(args.root or Path.cwd(), args.artifacts_dir, config_path=args.config)
     match args.verb:
         case "next-step":
