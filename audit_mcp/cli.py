@@ -85,6 +85,17 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--format", choices=("md", "json"), default="md")
 
+    p = sub.add_parser("run", help="headless audit: launch a worker command per packet until the report is written")
+    _common(p)
+    p.add_argument("--worker", required=True, metavar="TEMPLATE",
+                   help="shell command per packet; {prompt_path} {run_id} {packet_id} {root} {dispatch_plan} are "
+                        "filled in (quoted) and also set as AUDIT_MCP_* environment variables")
+    p.add_argument("--max-workers", type=int, default=4, help="most workers at once (default 4)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds before a worker is killed (default 1800)")
+    p.add_argument("--max-wait", type=float, default=900.0,
+                   help="longest rate-limit cooldown to wait out before stopping to resume later (default 900)")
+    p.add_argument("--host-model", metavar="MODEL", help="the workers' model, for limits and packet sizes")
+
     p = sub.add_parser("demo", help="audit the bundled fixture with a scripted reviewer, in seconds")
     p.add_argument("--dir", type=Path, default=None, help="where to copy the fixture (default: a new temp folder)")
     return parser
@@ -152,12 +163,30 @@ def _demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _headless(args: argparse.Namespace) -> int:
+    from audit_mcp.headless import HeadlessRunner, interrupt_on_sigterm, print_result
+
+    interrupt_on_sigterm()
+    service = AuditService(args.root or Path.cwd(), args.artifacts_dir, config_path=args.config)
+    runner = HeadlessRunner(service, args.worker, max_workers=args.max_workers, timeout=args.timeout,
+                            max_wait=args.max_wait, model=args.host_model,
+                            say=lambda line: print(f"audit-mcp: {line}", file=sys.stderr, flush=True))
+    result = runner.run()
+    print_result(result, sys.stdout)
+    print(f"audit-mcp: {result.outcome}: {result.message}", file=sys.stderr)
+    if result.report_path:
+        print(f"audit-mcp: report: {result.report_path}", file=sys.stderr)
+    return result.exit_code
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.verb == "serve":
         return _serve(args)
     if args.verb == "demo":
         return _demo(args)
+    if args.verb == "run":
+        return _headless(args)
     service = AuditService(args.root or Path.cwd(), args.artifacts_dir, config_path=args.config)
     match args.verb:
         case "next-step":

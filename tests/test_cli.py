@@ -98,7 +98,8 @@ def test_every_verb_has_help() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "verb")
     verbs = set(sub.choices)  # type: ignore[arg-type]
-    assert verbs == {"serve", "next-step", "submit-packet", "merge-and-ingest", "quota", "status", "report", "demo"}
+    assert verbs == {"serve", "next-step", "submit-packet", "merge-and-ingest", "quota", "status", "report", "demo",
+                     "run"}
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for verb in verbs:
         assert sub.choices[verb].format_help()  # type: ignore[index]
