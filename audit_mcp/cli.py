@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", help="coverage, runs, findings and recent events of the audit")
     _common(p)
+    p.add_argument("--json", action="store_true", help="JSON (the default when stdout is not a terminal)")
+    p.add_argument("--table", action="store_true", help="the readable table even when stdout is not a terminal")
 
     p = sub.add_parser("report", help="print the audit report")
     _common(p)
@@ -226,7 +228,13 @@ def run(argv: Sequence[str] | None = None) -> int:
             _emit(service.quota(args.host_model, args.provider))
             return EXIT_OK
         case "status":
-            _emit(service.status())
+            view = service.status()
+            if args.table or (not args.json and sys.stdout.isatty()):
+                from audit_mcp.status_table import render_status
+
+                _emit(render_status(view))
+            else:
+                _emit(view)
             return EXIT_OK
         case "report":
             _emit(service.report(args.format))

@@ -118,3 +118,8 @@ class StatusView(BaseModel):
     skipped_files: int
     blocker: str | None
     ledger: list[dict[str, object]]
+    gaps: list[dict[str, object]] = Field(default_factory=list,
+                                          description="Failed or skipped cells, at most 20; gaps_total counts all.")
+    gaps_total: int = 0
+    forecast: dict[str, object] = Field(default_factory=dict,
+                                        description="What remains: open packets, pending cells, waves, cooldown.")

@@ -236,6 +236,11 @@ def build_server(
         except NotFoundError as exc:
             raise ResourceNotFoundError(str(exc)) from exc
 
+    @server.resource("audit://status", mime_type="application/json", title="Audit status")
+    def status() -> str:
+        """Coverage by lens and state, runs and waves, findings by severity, gaps, and what remains."""
+        return current().status().model_dump_json(indent=2)
+
     @server.prompt(title="Start an audit")
     def start_audit(root: str = "") -> str:
         """Audit a repository from start to report with the next_step loop."""

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from audit_mcp.service import AuditService
 
 
+MAX_GAPS_LISTED = 20
+
+
 def learned_state_path() -> Path:
     """Where learned rate-limit state lives: per user, outside any repository."""
     base = os.environ.get("AUDIT_MCP_STATE_DIR")
@@ -79,11 +82,25 @@ def status_view(service: AuditService) -> StatusView:
                          "packets": len(packets), "submitted": len(tx.submitted_packet_ids(run.run_id)),
                          "waves": run.plan.get("waves", [])})
         synthesis = synthesize(tx.findings(audit.audit_id))
-        return StatusView(
+        gap_cells = tx.cells(audit.audit_id, [CellState.FAILED, CellState.SKIPPED])
+        open_run = next((r for r in runs if r["state"] == "open"), None)
+        view = StatusView(
             repo_root=str(service.root), artifacts_dir=str(service.artifacts_dir), audit_id=audit.audit_id,
             completeness=completeness(counts), coverage=totals(counts),
             coverage_by_lens=tx.cell_counts_by_lens(audit.audit_id),
             findings_by_severity=synthesis.by_severity(), runs=runs,
             skipped_files=tx.file_counts(audit.audit_id).get("skipped", 0),
             blocker=audit.blocker, ledger=tx.ledger(audit.audit_id, 20),
+            gaps=[{"task_id": c.task_id, "file": c.path, "lines": f"{c.start_line}-{c.end_line}", "lens": c.lens,
+                   "state": c.state, "reason": c.reason} for c in gap_cells[:MAX_GAPS_LISTED]],
+            gaps_total=len(gap_cells),
         )
+    schedule = quota_view(service, None, None).schedule
+    view.forecast = {
+        "open_run": open_run["run_id"] if open_run else None,
+        "open_run_packets_outstanding": open_run["packets"] - open_run["submitted"] if open_run else 0,
+        "pending_cells": schedule["pending_cells"], "next_run_packets": schedule["packets"],
+        "next_run_waves": schedule["waves"], "cooldown_until": schedule["cooldown_until"],
+        "estimated_tokens": schedule["estimated_tokens"],
+    }
+    return view

@@ -44,7 +44,7 @@ def test_the_cli_verbs_carry_a_whole_audit(
         assert code == 0 and summary["packets_merged"] == len(plan["packets"])
         code, step = cli(capsys, "next-step", "--root", root)
     assert step["step_kind"] == "present_report"
-    code, status = cli(capsys, "status", "--root", root)
+    code, status = cli(capsys, "status", "--root", root, "--json")
     assert status["completeness"] == "complete" and status["coverage"]["pending"] == 0
     code, report = cli(capsys, "report", "--root", root)
     assert code == 0 and report.startswith("# Audit report")

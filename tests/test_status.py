@@ -1,0 +1,85 @@
+"""`audit-mcp status`: a table for people, JSON for scripts, and the same view as the resource audit://status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from audit_mcp.cli import main
+from audit_mcp.server import build_server
+from audit_mcp.service import AuditService
+from tests.conftest import ScriptedReviewer
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def half_done_audit(repo: Path, reviewer: ScriptedReviewer) -> tuple[AuditService, dict[str, Any]]:
+    """One packet submitted, one failed for good (max_attempts 1), the rest still out in the open run."""
+    (repo / ".audit-mcp.toml").write_text("max_attempts = 1\n")
+    service = AuditService(repo)
+    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 2})
+    plan = json.loads(service.plan_path(step.run_id or "").read_text())
+    assert len(plan["packets"]) >= 3
+    first = plan["packets"][0]
+    assert service.submit_packet(plan["run_id"], first["packet_id"], reviewer.results(first)).accepted
+    return service, plan
+
+
+def test_status_json_matches_the_coverage_state_mid_audit(
+    repo: Path, reviewer: ScriptedReviewer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service, plan = half_done_audit(repo, reviewer)
+    status = cli_json(capsys, "status", "--root", str(repo), "--json")
+    coverage = service.coverage()
+    assert status["coverage"] == coverage["totals"] and status["coverage_by_lens"] == coverage["by_lens"]
+    assert status["coverage"]["assigned"] == coverage["totals"]["total"]
+    assert status["forecast"]["open_run"] == plan["run_id"]
+    assert status["forecast"]["open_run_packets_outstanding"] == len(plan["packets"]) - 1
+    assert status["runs"][0]["waves"] == plan["waves"] and status["runs"][0]["submitted"] == 1
+
+    failed = plan["packets"][1]
+    service.merge_and_ingest(plan["run_id"], [{"packet_id": failed["packet_id"], "error": "the agent crashed"}])
+    status = cli_json(capsys, "status", "--root", str(repo))  # piped: JSON without asking
+    unsubmitted = sum(len(p["tasks"]) for p in plan["packets"][1:])
+    assert status["coverage"]["failed"] == status["gaps_total"] == unsubmitted
+    assert status["coverage"]["reviewed"] == len(plan["packets"][0]["tasks"])
+    assert {g["task_id"] for g in status["gaps"]} <= {t["task_id"] for p in plan["packets"][1:] for t in p["tasks"]}
+    assert status["forecast"]["open_run"] is None and status["forecast"]["pending_cells"] == 0
+    assert sum(status["findings_by_severity"].values()) == len(reviewer.reported)
+
+
+def test_status_table_reads_as_a_report_of_progress(
+    repo: Path, reviewer: ScriptedReviewer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service, plan = half_done_audit(repo, reviewer)
+    assert main(["status", "--root", str(repo), "--table"]) == 0
+    table = capsys.readouterr().out
+    assert f"completeness: {service.status().completeness}" in table
+    for lens in ("security", "correctness", "maintainability"):
+        assert f"\n  {lens} " in table
+    assert f"{plan['run_id']}  dispatch  open" in table
+    assert f"run {plan['run_id']}: {len(plan['packets']) - 1} packet(s) not yet submitted" in table
+    assert "Gaps (0)" in table and "Findings (" in table
+
+
+def test_status_before_any_audit_says_how_to_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["status", "--root", str(tmp_path), "--table"]) == 0
+    assert "No audit has started here yet" in capsys.readouterr().out
+
+
+@pytest.mark.anyio
+async def test_the_status_resource_serves_the_same_view_as_the_tool(repo: Path, reviewer: ScriptedReviewer) -> None:
+    half_done_audit(repo, reviewer)
+    async with Client(build_server(repo)) as client:
+        resource = json.loads((await client.read_resource("audit://status")).contents[0].text)  # type: ignore[union-attr]
+        tool = (await client.call_tool("audit_status", {})).structured_content
+    assert tool is not None
+    assert resource["coverage"] == tool["coverage"] and resource["forecast"] == tool["forecast"]
+    assert resource["forecast"]["open_run_packets_outstanding"] >= 2
