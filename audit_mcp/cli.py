@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from audit_mcp import __version__
 from audit_mcp.errors import AuditError, ConfigError
+from audit_mcp.progress import TerminalProgress
 from audit_mcp.service import AuditService
 
 EXIT_OK, EXIT_ERROR, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2, 64
@@ -190,6 +191,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.verb == "run":
         return _headless(args)
     service = AuditService(args.root or Path.cwd(), args.artifacts_dir, config_path=args.config)
+    bar = TerminalProgress(sys.stderr)
     match args.verb:
         case "next-step":
             step = service.next_step(
@@ -203,7 +205,9 @@ def run(argv: Sequence[str] | None = None) -> int:
                 client_name="audit-mcp-cli",
                 new_audit=args.new_audit,
                 retry_blocked=args.retry_blocked,
+                progress=bar,
             )
+            bar.close()
             _emit(step)
             print(f"audit-mcp: step {step.step_kind}: read {step.prompt_path}", file=sys.stderr)
             return EXIT_OK
@@ -222,7 +226,9 @@ def run(argv: Sequence[str] | None = None) -> int:
             failures = _read_json(args.failures) if args.failures else []
             if not isinstance(failures, list):
                 raise ConfigError("--failures must hold a JSON array of {packet_id, error} objects")
-            _emit(service.merge_and_ingest(args.run_id, failures))
+            summary = service.merge_and_ingest(args.run_id, failures, progress=bar)
+            bar.close()
+            _emit(summary)
             return EXIT_OK
         case "quota":
             _emit(service.quota(args.host_model, args.provider))

@@ -7,18 +7,24 @@ from __future__ import annotations
 
 import json
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ToolAnnotations
 
 from audit_mcp import __version__
 from audit_mcp.errors import AuditError, NotFoundError
 from audit_mcp.models import MergeSummary, QuotaStatus, Receipt, StatusView, Step
+from audit_mcp.progress import Progress
 from audit_mcp.service import AuditService, Clock
 from audit_mcp.templates import render
 
@@ -78,6 +84,24 @@ def _call(fn: Callable[[], T]) -> T:
         raise ToolError(str(exc)) from exc
 
 
+def _reporter(ctx: Context) -> Progress:
+    """Progress from the engine's worker thread: a progress notification and an info log message per call."""
+
+    async def send(done: float, total: float | None, message: str) -> None:
+        await ctx.report_progress(done, total, message)
+        # Logging is deprecated from protocol 2026-07-28 on, where the session sends only what a request opted
+        # into; older sessions still show these messages in the host's log.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await ctx.request_context.session.send_log_message(
+                level="info", data=message, logger="audit-mcp", related_request_id=ctx.request_id)
+
+    def report(done: float, total: float | None, message: str) -> None:
+        anyio.from_thread.run(send, done, total, message)
+
+    return report
+
+
 def _client_name(ctx: Context | None) -> str | None:
     if ctx is None:
         return None
@@ -104,7 +128,7 @@ def build_server(
         title="Next audit step",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False),
     )
-    def next_step(
+    async def next_step(
         ctx: Context,
         root: str | None = None,
         host_can_dispatch_subagents: bool | None = None,
@@ -135,8 +159,10 @@ def build_server(
         }
         if host_max_active_subagents is not None and not 1 <= host_max_active_subagents <= 64:
             raise ToolError("host_max_active_subagents must be between 1 and 64")
-        return _call(lambda: service.next_step(caps, client_name=_client_name(ctx), new_audit=new_audit,
-                                               retry_blocked=retry_blocked))
+        progress = _reporter(ctx)
+        client = _client_name(ctx)
+        return await anyio.to_thread.run_sync(lambda: _call(lambda: service.next_step(
+            caps, client_name=client, new_audit=new_audit, retry_blocked=retry_blocked, progress=progress)))
 
     @server.tool(
         title="Submit a review packet",
@@ -163,14 +189,17 @@ def build_server(
         title="Merge a review run",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
-    def merge_and_ingest(run_id: str, failures: list[dict[str, str]] | None = None) -> MergeSummary:
+    async def merge_and_ingest(ctx: Context, run_id: str, failures: list[dict[str, str]] | None = None
+                               ) -> MergeSummary:
         """Fold a run's accepted submissions into the coverage matrix, once every wave has finished.
 
         `failures` lists the packets whose subagent failed: [{"packet_id": ..., "error": "<the error text
         you saw>"}]. A packet neither submitted nor listed counts as failed. Failed work is re-issued up
         to the retry budget; rate-limit errors set a cooldown. Call next_step afterwards.
         """
-        return _call(lambda: registry.for_run(run_id).merge_and_ingest(run_id, failures or []))
+        progress = _reporter(ctx)
+        return await anyio.to_thread.run_sync(lambda: _call(
+            lambda: registry.for_run(run_id).merge_and_ingest(run_id, failures or [], progress=progress)))
 
     @server.tool(
         title="Quota and wave schedule",
@@ -247,5 +276,20 @@ def build_server(
         target = root or str(registry.get(None).root)
         return render("mcp/start_audit.md", root=target,
                       root_argument=f" with `root` = `{root}`" if root else "")
+
+    @server.prompt(title="Resume an audit")
+    def resume_audit(root: str = "") -> str:
+        """Continue an interrupted audit: only the work still missing, then the report."""
+        target = root or str(registry.get(None).root)
+        return render("mcp/resume_audit.md", root=target,
+                      root_argument=f" with `root` = `{root}`" if root else "")
+
+    @server.prompt(title="Show the audit report")
+    def show_report(root: str = "") -> str:
+        """Present the audit report: work blocks, findings, coverage and gaps."""
+        target = root or str(registry.get(None).root)
+        note = (f" (the server reports on its current repository; call `audit_status` with `root` = `{root}` "
+                "if it names another)") if root else ""
+        return render("mcp/show_report.md", root=target, root_note=note)
 
     return server

@@ -41,6 +41,7 @@ from audit_mcp.models import (
 )
 from audit_mcp.packets import pack
 from audit_mcp.planner import Decision, Executor, Obligation, PlannerState, decide
+from audit_mcp.progress import Progress, tell
 from audit_mcp.report import ReportInput, render_json, render_markdown
 from audit_mcp.steps import StepContext, render_step
 from audit_mcp.store import AuditRow, PacketRow, RunRow, Store, Tx
@@ -49,6 +50,13 @@ from audit_mcp.validation import MAX_PAYLOAD_CHARS, PacketValidator
 from audit_mcp.views import quota_view, status_view
 
 ARTIFACTS_DIRNAME = ".audit-mcp"
+_WORK = {
+    Obligation.INTAKE: "intake: listing, reading and hashing the repository's files",
+    Obligation.PLAN: "plan: building the coverage matrix of files and lenses",
+    Obligation.DISPATCH: "dispatch: packing review packets and writing their prompts",
+    Obligation.INGEST: "ingest: merging the finished run into the coverage matrix",
+    Obligation.SYNTHESIZE: "synthesize: deduplicating findings and writing the report",
+}
 MAX_REQUEUED_LISTED = 50
 
 Clock = Callable[[], datetime]
@@ -125,6 +133,7 @@ class AuditService:
         client_name: str | None = None,
         new_audit: bool = False,
         retry_blocked: bool = False,
+        progress: Progress | None = None,
     ) -> Step:
         """Run every inline obligation, then return the one Step that needs the agent."""
         arguments = dict(capabilities or {})
@@ -157,8 +166,11 @@ class AuditService:
                 state = self._planner_state(tx, audit, config, caps, fresh=start_fresh)
             decision = decide(state, tuple(history))
             if decision.executor is Executor.AGENT:
-                return self._write_step(self._agent_step(decision, caps, config, state))
+                step = self._write_step(self._agent_step(decision, caps, config, state))
+                tell(progress, len(history) + 1, None, f"ready: {step.step_kind}")
+                return step
             history.append((decision.obligation, state.digest()))
+            tell(progress, len(history), None, _WORK.get(decision.obligation, decision.obligation.value))
             try:
                 self._run_inline(decision, config, caps, [lens.lens_id for lens in lenses], arguments)
             except AuditError as exc:
@@ -452,7 +464,8 @@ class AuditService:
 
     # merge_and_ingest ----------------------------------------------------------------
     def merge_and_ingest(
-        self, run_id: str, failures: Sequence[Mapping[str, Any]] | None = None, *, actor: str = "host"
+        self, run_id: str, failures: Sequence[Mapping[str, Any]] | None = None, *, actor: str = "host",
+        progress: Progress | None = None,
     ) -> MergeSummary:
         reported: dict[str, str] = {}
         for i, item in enumerate(failures or []):
@@ -479,6 +492,7 @@ class AuditService:
                                     tasks_covered=0, tasks_requeued=0, tasks_failed=0, requeued=[],
                                     coverage=totals(counts), completeness=completeness(counts),
                                     next_action="This run was already merged; nothing changed. Call next_step.")
+            tell(progress, 1, 2, f"merging run {run_id}: {len(packets)} packet(s), {len(reported)} reported failed")
             outcome = ingest_run(tx, audit.audit_id, run, packets, reported, config.max_attempts, now)
             tx.finish_run(run_id, now)
             counts = tx.cell_counts(audit.audit_id)
@@ -486,6 +500,7 @@ class AuditService:
                    detail=f"run {run_id}: {outcome.merged} merged, {outcome.failed} failed, {outcome.covered} "
                           f"task(s) covered, {len(outcome.requeued)} requeued", outcome="ok")
         still = [r for r in outcome.requeued if r.state == "pending"]
+        tell(progress, 2, 2, f"merged run {run_id}: {outcome.covered} task(s) covered, {len(still)} requeued")
         return MergeSummary(
             run_id=run_id, packets_merged=outcome.merged, packets_failed=outcome.failed,
             tasks_covered=outcome.covered, tasks_requeued=len(still), tasks_failed=len(outcome.requeued) - len(still),
