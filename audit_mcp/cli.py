@@ -159,10 +159,12 @@ def _demo(args: argparse.Namespace) -> int:
     print("audit-mcp demo: a whole audit of the bundled fixture. The reviews are SCRIPTED: they show the "
           "orchestration, not a model's judgement.", flush=True)
     result = run_demo(args.dir, lambda line: print(line, flush=True))
-    print(f"done: {result.runs} run(s), {result.packets} packet(s), {result.findings} finding(s), completeness "
-          f"{result.completeness} (reviewer: {REVIEWER_LABEL})")
+    print(f"done: {result.runs} run(s), {result.packets} packet(s), {result.findings} finding(s) from the "
+          f"{REVIEWER_LABEL}; completeness {result.completeness}")
     print(f"report: {result.report_path}")
     print(f"report (JSON): {result.report_json_path}")
+    print("next: add the server to your coding agent (README: Adding the server to a host), or run a headless "
+          "audit with `audit-mcp run --root REPO --worker '...'`")
     return EXIT_OK
 
 

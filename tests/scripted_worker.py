@@ -2,7 +2,7 @@
 through the CLI, as a real worker would. Behaviour switches (environment):
 
 - SCRIPTED_WORKER_STATE: a folder where it leaves `<packet_id>.started` / `.done` markers;
-- SCRIPTED_WORKER_429: packet-id suffix that fails with a provider's rate-limit text instead;
+- SCRIPTED_WORKER_429: part of a packet id; those packets fail with a provider's rate-limit text instead;
 - SCRIPTED_WORKER_HANG_AFTER: hang (until `release` appears in the state folder, at most 30 s) once this
   many packets are done.
 """
@@ -35,7 +35,7 @@ def main() -> int:
     state = Path(env["SCRIPTED_WORKER_STATE"]) if env.get("SCRIPTED_WORKER_STATE") else None
     if state:
         (state / f"{args.packet}.started").touch()
-    if env.get("SCRIPTED_WORKER_429") and args.packet.endswith(env["SCRIPTED_WORKER_429"]):
+    if env.get("SCRIPTED_WORKER_429") and env["SCRIPTED_WORKER_429"] in args.packet:
         print("API Error: Request rejected (429) rate_limit_error: Number of request tokens has exceeded your "
               "per-minute rate limit. retry-after: 120", file=sys.stderr)
         return 1

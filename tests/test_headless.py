@@ -97,6 +97,38 @@ def test_a_workers_429_becomes_a_cooldown_and_the_run_stops_to_resume_later(repo
     assert quota["learned"]["last_429_at"] is not None
 
 
+def test_rate_limited_workers_shrink_the_window_for_the_rest_of_the_run(repo: Path, tmp_path: Path) -> None:
+    (repo / ".audit-mcp.toml").write_text("max_packet_tokens = 30000\n")  # several packets, waves of 3
+    proc = headless(repo, tmp_path / "state", "--max-wait", "0", SCRIPTED_WORKER_429="-P")
+    assert proc.returncode == 3, proc.stderr
+    assert "up to 3 worker(s) at a time" in proc.stderr
+    assert "rate-limited: at most 1 worker(s) at a time for the rest of this run" in proc.stderr
+    failed = json.loads(proc.stdout)["failed_packets"]
+    assert len(failed) > 3 and all("429" in text for text in failed.values())
+
+
+def test_sigterm_stops_the_run_and_its_workers_and_keeps_accepted_work(repo: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    runner = subprocess.Popen(run_cmd(repo, "--max-workers", "1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "SCRIPTED_WORKER_STATE": str(state),
+                                              "SCRIPTED_WORKER_HANG_AFTER": "1"})
+    try:
+        assert runner.stderr is not None
+        started = 0
+        for line in runner.stderr:
+            started += "worker started" in line
+            if started == 2:
+                break
+        runner.terminate()
+        _, rest = runner.communicate(timeout=30)
+    finally:
+        (state / "release").touch()
+    assert runner.returncode == 130
+    assert "interrupted; accepted work is saved" in rest
+    assert len(list(state.glob("*.done"))) == 1
+
+
 def test_workers_that_time_out_are_killed_and_a_repeated_failure_blocks(repo: Path, tmp_path: Path) -> None:
     proc = headless(repo, tmp_path / "state", "--timeout", "0.3", SCRIPTED_WORKER_HANG_AFTER="0")
     assert proc.returncode == 4, proc.stderr
