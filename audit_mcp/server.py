@@ -88,13 +88,16 @@ def _reporter(ctx: Context) -> Progress:
     """Progress from the engine's worker thread: a progress notification and an info log message per call."""
 
     async def send(done: float, total: float | None, message: str) -> None:
-        await ctx.report_progress(done, total, message)
-        # Logging is deprecated from protocol 2026-07-28 on, where the session sends only what a request opted
-        # into; older sessions still show these messages in the host's log.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            await ctx.request_context.session.send_log_message(
-                level="info", data=message, logger="audit-mcp", related_request_id=ctx.request_id)
+        try:
+            await ctx.report_progress(done, total, message)
+            # Logging is deprecated from protocol 2026-07-28 on, where the session sends only what a request
+            # opted into; older sessions still show these messages in the host's log.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await ctx.request_context.session.send_log_message(
+                    level="info", data=message, logger="audit-mcp", related_request_id=ctx.request_id)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return  # the client went away; progress is best effort, the work goes on
 
     def report(done: float, total: float | None, message: str) -> None:
         anyio.from_thread.run(send, done, total, message)

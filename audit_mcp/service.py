@@ -476,6 +476,7 @@ class AuditService:
             reported[item["packet_id"]] = str(text)[:4000] or "failed without an error text"
         config = self.config()
         now = self.now()
+        tell(progress, 1, 2, f"merging run {run_id} ({len(reported)} packet(s) reported failed)")
         with self.store.write() as tx:
             run = tx.run(run_id)
             if run is None:
@@ -492,7 +493,6 @@ class AuditService:
                                     tasks_covered=0, tasks_requeued=0, tasks_failed=0, requeued=[],
                                     coverage=totals(counts), completeness=completeness(counts),
                                     next_action="This run was already merged; nothing changed. Call next_step.")
-            tell(progress, 1, 2, f"merging run {run_id}: {len(packets)} packet(s), {len(reported)} reported failed")
             outcome = ingest_run(tx, audit.audit_id, run, packets, reported, config.max_attempts, now)
             tx.finish_run(run_id, now)
             counts = tx.cell_counts(audit.audit_id)
