@@ -87,7 +87,7 @@ class HeadlessRunner:
         max_wait: float = 900.0,
         model: str | None = None,
         say: Say = lambda _line: None,
-        sleep: Sleep = time.sleep,
+        sleep: Sleep = time.sleep,  # only for rate-limit cooldowns
         env: Mapping[str, str] | None = None,
     ) -> None:
         if not template.strip():
@@ -175,7 +175,7 @@ class HeadlessRunner:
                     running.append(self._launch(run_id, queue.pop(0)))
                 finished = self._reap(running)
                 if not finished:
-                    self.sleep(_POLL_SECONDS)
+                    _wait_a_little(running[0])
                     continue
                 for worker, timed_out in finished:
                     error = self._outcome(run_id, worker, timed_out)
@@ -238,6 +238,14 @@ class HeadlessRunner:
         code = worker.process.returncode
         tail = _tail(worker.stderr) or _tail(worker.stdout)
         return f"the worker exited with code {code} without submitting: {tail}".strip()
+
+
+def _wait_a_little(worker: _Worker) -> None:
+    """Block briefly on one running worker, so the loop neither spins nor misses another's exit for long."""
+    try:
+        worker.process.wait(timeout=_POLL_SECONDS)
+    except subprocess.TimeoutExpired:
+        return
 
 
 def _stop(worker: _Worker) -> None:

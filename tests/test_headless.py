@@ -154,3 +154,19 @@ def test_run_and_its_worker_environment_are_documented() -> None:
     for name in ("AUDIT_MCP_PROMPT_PATH", "AUDIT_MCP_RUN_ID", "AUDIT_MCP_PACKET_ID", "AUDIT_MCP_ROOT",
                  "AUDIT_MCP_DISPATCH_PLAN", "audit-mcp run", "exit code 3", "exit code 4"):
         assert name in readme
+
+
+def test_the_next_run_waits_out_a_cooldown_within_max_wait(repo: Path, tmp_path: Path) -> None:
+    from audit_mcp.headless import HeadlessRunner
+    from audit_mcp.service import AuditService
+
+    waits: list[float] = []
+
+    state = tmp_path / "state"
+    state.mkdir()
+    env = {**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_429": "R1-P01"}
+    runner = HeadlessRunner(AuditService(repo), TEMPLATE, max_wait=600, sleep=waits.append, env=env)
+    result = runner.run()
+    assert result.outcome == "complete" and result.runs == ["A1-R1", "A1-R2"]
+    assert len(waits) == 1 and 100 < waits[0] <= 120  # the worker's "retry-after: 120"
+    assert list(result.failures) == ["A1-R1-P01"]
