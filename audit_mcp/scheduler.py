@@ -57,6 +57,7 @@ class Learned:
 class PacketLoad:
     packet_id: str
     estimated_tokens: int
+    rank: int = 0  # launched before higher ranks (deeper reviews take longer)
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def schedule(
     half_life: timedelta = timedelta(hours=24),
 ) -> Schedule:
     """The wave schedule for ``packets`` now."""
-    order = sorted(packets, key=lambda p: (-p.estimated_tokens, p.packet_id))
+    order = sorted(packets, key=lambda p: (p.rank, -p.estimated_tokens, p.packet_id))
     mean_tokens = sum(p.estimated_tokens for p in order) / len(order) if order else 0.0
     c_phys, binding = physical_cap(limits, host_cap, mean_tokens, learned)
     decayed = decayed_cap(learned, c_phys, now, half_life)
