@@ -7,7 +7,8 @@ The physical cap is ``min(C_host, r_I·D/T, r_O·D/O, r_R·D/R)`` at a target
 utilisation below one, with ``r_X`` a per-second rate, ``D`` the mean
 subagent run time and ``T``, ``O``, ``R`` the input tokens, output tokens and
 API calls one run takes (a run makes many calls, each re-sending its
-context). The learned cap moves by AIMD (+1 after a clean, well-used wave,
+context). Only limits known with medium or high confidence bind; built-in guesses
+are left to the learned cap. The learned cap moves by AIMD (+1 after a clean, well-used wave,
 halved at most once a minute on rate-limit failures) and decays back toward
 the physical cap with a half-life.
 """
@@ -107,6 +108,9 @@ def physical_cap(limits: ResolvedLimits, host_cap: int, mean_tokens: float, lear
               "requests_per_minute": calls}
     bounds = {"host": min(host_cap, MAX_WAVE_WIDTH)}
     for key, per_run in demand.items():
+        if limits.limits[key].confidence == "low":
+            # A guessed tier would throttle every better-off user; learning from 429s narrows instead.
+            continue
         rate = limits.value(key) / 60.0
         bounds[key] = math.floor(TARGET_UTILISATION * rate * seconds / max(1.0, per_run))
     binding = min(bounds, key=lambda k: bounds[k])

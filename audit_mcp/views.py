@@ -27,7 +27,8 @@ def quota_view(service: AuditService, host_model: str | None, provider: str | No
         caps = hosts.resolve({"model": host_model}, remembered, config.host, None)
         failures = tx.failures(audit.audit_id) if audit else []
         cooldown = service.cooldown(tx, audit.audit_id) if audit else None
-        pending = tx.cells(audit.audit_id, [CellState.PENDING]) if audit else []
+        # The audit's remaining work: cells not yet handed out and cells out in the open run.
+        pending = tx.cells(audit.audit_id, [CellState.PENDING, CellState.ASSIGNED]) if audit else []
         files = {f.path: f for f in tx.files(audit.audit_id)} if audit else {}
         edges = tx.edges(audit.audit_id) if audit else []
     limits, learned, key, pacing = service.pacing(config, caps, provider)
@@ -69,7 +70,8 @@ def quota_view(service: AuditService, host_model: str | None, provider: str | No
                  "rate_limited_failures": sum(1 for f in failures if f["kind"] == "rate_limited")},
         learned_state_path=str(service.learned.path),
         host_max_active_subagents=caps.max_active_subagents,
-        schedule={"pending_cells": len(pending), "packets": len(plans), "waves": planned.waves,
+        schedule={"pending_cells": sum(1 for c in pending if c.state == CellState.PENDING),
+                  "open_cells": len(pending), "packets": len(plans), "waves": planned.waves,
                   "wave_size": planned.wave_size, "cooldown_until": cooldown,
                   "estimated_tokens": sum(p.estimated_tokens for p in plans),
                   "estimated_wave_tokens": planned.estimated_wave_tokens, "launch_order": planned.order[:50],

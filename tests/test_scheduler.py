@@ -121,3 +121,8 @@ def test_the_forecast_counts_packets_waves_tokens_and_a_time_range(kind: str) ->
     assert (f.packets, f.waves) == (10, 3)
     assert f.estimated_input_tokens > sum(p.estimated_tokens for p in packets(10))
     assert 0 < f.seconds_low < f.seconds_high
+
+
+def test_guessed_low_confidence_limits_do_not_throttle_the_host() -> None:
+    result = schedule(limits(*LOW, confidence="low"), Learned(), 16, "rolling", packets(32), NOW)
+    assert result.physical_cap == 16 and result.wave_size == 16
