@@ -24,7 +24,9 @@ from audit_mcp.limits import MAX_WAVE_WIDTH, ResolvedLimits, balanced_waves
 
 # Priors for one subagent run, corrected by observed ``usage`` blocks.
 DEFAULT_RUN_SECONDS = 240.0
-DEFAULT_INPUT_RATIO = 6.0  # input tokens a run sends per token of packet text (context is re-sent per call)
+# Charged input tokens a run sends per token of packet text: each call re-sends the context, but cache
+# reads are not charged by Anthropic; without caching the ratio is nearer 10.
+DEFAULT_INPUT_RATIO = 3.0
 DEFAULT_OUTPUT_TOKENS = 6_000
 DEFAULT_CALLS = 15
 TARGET_UTILISATION = 0.85
@@ -112,7 +114,7 @@ def physical_cap(limits: ResolvedLimits, host_cap: int, mean_tokens: float, lear
             # A guessed tier would throttle every better-off user; learning from 429s narrows instead.
             continue
         rate = limits.value(key) / 60.0
-        bounds[key] = math.floor(TARGET_UTILISATION * rate * seconds / max(1.0, per_run))
+        bounds[key] = math.floor(TARGET_UTILISATION * rate * seconds / max(1.0, per_run) + 0.5)
     binding = min(bounds, key=lambda k: bounds[k])
     return max(1, bounds[binding]), binding
 
@@ -223,8 +225,11 @@ def learn(learned: Learned, outcome: RunOutcome, now: datetime, prior: float, ha
         updated = replace(updated, hard_stop=outcome.hard_stop)
     if outcome.rate_limited:
         recently = learned.last_decrease_at is not None and now - learned.last_decrease_at < DECREASE_INTERVAL
-        cap = base if recently else max(1.0, math.floor(min(base, outcome.wave_size) * 0.5))
+        cap: float | None = base if recently else max(1.0, math.floor(min(base, outcome.wave_size) * 0.5))
         until = max(outcome.wait_until, now) if outcome.wait_until else now + DEFAULT_COOLDOWN
+        if outcome.observed_limits and outcome.observed_limits != learned.observed_limits:
+            # The provider just said what its limits are: the physical cap, recomputed from them, governs.
+            cap = None
         updated = replace(updated, cap=cap, last_429_at=now, cooldown_until=until,
                           last_decrease_at=learned.last_decrease_at if recently else now,
                           rate_limited_runs=learned.rate_limited_runs + 1)
@@ -249,6 +254,6 @@ def _calibrate(learned: Learned, outcome: RunOutcome) -> Learned:
             learned = replace(learned, output_tokens=_ewma(learned.output_tokens, usage["output_tokens"]))
         if usage.get("api_calls"):
             learned = replace(learned, calls=_ewma(learned.calls, usage["api_calls"]))
-        if usage.get("seconds"):
+        if usage.get("seconds") and not outcome.rate_limited:  # throttled runs are slow for the wrong reason
             learned = replace(learned, run_seconds=_ewma(learned.run_seconds, usage["seconds"]))
     return learned

@@ -26,17 +26,19 @@ def packets(n: int, tokens: int = 20_000) -> list[PacketLoad]:
     return [PacketLoad(f"P{i:02d}", tokens + i) for i in range(n)]
 
 
-@pytest.mark.parametrize(("tier", "host_cap", "n", "expected"), [
-    (HIGH, 20, 40, 14),   # host-bound (16 at most), balanced: 40 → 14 + 13 + 13
-    (HIGH, 4, 10, 4),     # host-bound
-    (HIGH, 3, 2, 2),      # fewer packets than slots
-    (MID, 16, 30, 10),    # input-token bound: 12 sustained, 30 → 10 + 10 + 10
-    (LOW, 16, 10, 1),     # a low tier sustains one run at a time
-], ids=["high-tier-claude-code", "high-tier-cursor", "two-packets", "mid-tier", "low-tier"])
+@pytest.mark.parametrize(("tier", "host_cap", "n", "tokens", "expected"), [
+    (HIGH, 20, 40, 20_000, 14),   # host-bound (16 at most), balanced: 40 → 14 + 13 + 13
+    (HIGH, 4, 10, 20_000, 4),     # host-bound
+    (HIGH, 3, 2, 20_000, 2),      # fewer packets than slots
+    (MID, 16, 30, 20_000, 15),    # small packets: still host-bound, 30 → 15 + 15
+    (MID, 16, 30, 50_000, 10),    # input-token bound: 10 sustained, 30 → 10 + 10 + 10
+    (LOW, 16, 10, 20_000, 2),     # a low tier sustains two runs at a time
+], ids=["high-tier-claude-code", "high-tier-cursor", "two-packets", "mid-tier-small", "mid-tier-large",
+        "low-tier"])
 def test_wave_size_is_the_tightest_of_host_and_limits(
-    tier: tuple[int, int, int], host_cap: int, n: int, expected: int
+    tier: tuple[int, int, int], host_cap: int, n: int, tokens: int, expected: int
 ) -> None:
-    result = schedule(limits(*tier), Learned(), host_cap, "rolling", packets(n), NOW)
+    result = schedule(limits(*tier), Learned(), host_cap, "rolling", packets(n, tokens), NOW)
     assert result.wave_size == expected
     assert sum(result.waves) == n and max(result.waves) - min(result.waves) <= 1
     assert result.wave_size <= min(host_cap, 16)
@@ -76,10 +78,11 @@ def test_packets_too_big_for_the_input_bucket_are_flagged_only_when_limits_are_k
 
 def test_usage_calibrates_the_run_profile_and_moves_the_physical_cap() -> None:
     lim = limits(*MID)
-    before, _ = physical_cap(lim, 16, 20_000, Learned())
+    before, _ = physical_cap(lim, 16, 60_000, Learned())
     outcome = RunOutcome(launched=2, wave_size=2, succeeded=2, rate_limited=0,
-                         usage=[{"input_tokens": 20_000.0, "seconds": 240.0}] * 2, estimated_tokens=[20_000, 20_000])
-    after, binding = physical_cap(lim, 16, 20_000, learn(Learned(), outcome, NOW, before, DAY))
+                         usage=[{"input_tokens": 60_000.0, "seconds": 240.0}] * 2, estimated_tokens=[60_000, 60_000])
+    after, binding = physical_cap(lim, 16, 60_000, learn(Learned(), outcome, NOW, before, DAY))
+    assert before == 9
     assert after > before and binding == "host"
 
 

@@ -118,7 +118,7 @@ def test_limits_set_in_config_shape_the_waves_and_flag_packets_that_cannot_fit(r
     assert quota.packet_budget_tokens == 32_000  # packed to fit a first call into the input bucket
     step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
-    assert plan["wave_size"] == 1 and "input_tokens_per_minute" in plan["schedule"]["reasoning"]
+    assert plan["wave_size"] <= 2 and "input_tokens_per_minute" in plan["schedule"]["reasoning"]
     assert max(p["estimated_tokens"] for p in plan["packets"]) <= 32_000
     assert plan["schedule"]["oversize_packets"] == []
 
