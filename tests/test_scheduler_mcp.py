@@ -11,6 +11,7 @@ import httpx
 import pytest
 from mcp import Client
 
+from audit_mcp.cli import main
 from audit_mcp.probe import probe
 from audit_mcp.server import build_server
 from audit_mcp.service import AuditService
@@ -149,3 +150,30 @@ def test_quota_uses_the_probe_when_asked(repo: Path, monkeypatch: pytest.MonkeyP
     quota = service.quota("claude-sonnet-4-6")
     assert quota.limits["input_tokens_per_minute"].value == 450_000
     assert quota.limits["input_tokens_per_minute"].confidence == "high"
+
+
+def test_the_quota_verb_shows_limits_learned_state_schedule_and_forecast(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AUDIT_MCP_ITPM", "450000")
+    monkeypatch.setenv("AUDIT_MCP_HALF_LIFE_HOURS", "6")
+    root = str(repo)
+    assert main(["next-step", "--root", root, "--host-can-dispatch-subagents", "true",
+                 "--host-max-active-subagents", "6", "--host-model", "claude-sonnet-4-6"]) == 0
+    capsys.readouterr()
+    assert main(["quota", "--root", root]) == 0
+    quota = json.loads(capsys.readouterr().out)
+    assert quota["limits"]["input_tokens_per_minute"] == {
+        "value": 450_000, "source": "environment AUDIT_MCP_ITPM", "confidence": "medium"}
+    assert quota["learned"]["half_life_hours"] == 6 and quota["learned"]["last_429_at"] is None
+    assert quota["learned"]["max_safe_concurrency"] == quota["learned"]["physical_cap"] <= 6
+    assert quota["learned_state_path"].endswith("learned.sqlite3")
+    assert 0 < quota["schedule"]["wave_size"] <= 6 and quota["schedule"]["reasoning"].startswith("wave size")
+    assert quota["forecast"]["packets"] == quota["schedule"]["packets"] > 0
+    assert quota["forecast"]["seconds_low"] < quota["forecast"]["seconds_high"]
+
+
+def test_a_bad_scheduler_setting_is_reported_not_crashed_on(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUDIT_MCP_WAVE_KIND", "sideways")
+    step = AuditService(repo).next_step({"can_dispatch_subagents": True})
+    assert step.step_kind == "blocked" and "AUDIT_MCP_WAVE_KIND" in step.reason
