@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -325,13 +325,12 @@ class AuditService:
             tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="dispatch",
                    detail=f"run {run_id}: {len(specs)} packet(s), waves {plan_doc['waves']}", outcome="ok")
 
-    def _learn(self, run: RunRow, config: SessionConfig, taught: RunOutcome) -> None:
+    def _learn(self, run: RunRow, taught: RunOutcome, half_life: timedelta) -> None:
         """Fold a merged run's outcome into the learned state of the model it was scheduled for."""
         planned = run.plan.get("schedule") or {}
         key = planned.get("state_key")
         if not key:
             return
-        half_life = pacing_settings(config.scheduler, None).half_life
         prior = float(planned.get("physical_cap") or run.wave_size or 1)
         now = self._clock()
         self.learned.update(key, lambda state: learn(state, taught, now, prior, half_life), now)
@@ -502,6 +501,7 @@ class AuditService:
             text = item.get("error") or item.get("error_text") or item.get("message") or ""
             reported[item["packet_id"]] = str(text)[:4000] or "failed without an error text"
         config = self.config()
+        half_life = pacing_settings(config.scheduler, None).half_life
         now = self.now()
         with self.store.write() as tx:
             run = tx.run(run_id)
@@ -533,7 +533,7 @@ class AuditService:
             tx.log(now=now, audit_id=audit.audit_id, actor=actor, action="merge_and_ingest",
                    detail=f"run {run_id}: {outcome.merged} merged, {outcome.failed} failed, {outcome.covered} "
                           f"task(s) covered, {len(outcome.requeued)} requeued", outcome="ok")
-        self._learn(run, config, taught)
+        self._learn(run, taught, half_life)
         still = [r for r in outcome.requeued if r.state == "pending"]
         return MergeSummary(
             run_id=run_id, packets_merged=outcome.merged, packets_failed=outcome.failed,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from audit_mcp import hosts
 from audit_mcp.coverage import CellState, completeness, totals
 from audit_mcp.dispatch import TIER_ORDER
+from audit_mcp.learned import learned_state_path as learned_state_path
 from audit_mcp.limits import ResolvedLimits
 from audit_mcp.models import LimitView, QuotaStatus, StatusView
 from audit_mcp.pacing import iso, schedule_view

@@ -358,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer and smaller scenarios (under a minute)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on the last line")
+    parser.add_argument("--table", action="store_true", help="with --json, print the table too")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per scenario shape")
     args = parser.parse_args(argv)
     seeds = args.seeds or (3 if args.quick else 10)
@@ -369,14 +370,16 @@ def main(argv: list[str] | None = None) -> int:
             cold = strategy == "scheduler_cold"
             rows.append((sc, simulate(sc, "scheduler" if cold else strategy, warm=strategy == "scheduler")))
     summary = {name: summarise(rows) for name, rows in results.items()}
-    if not args.json or sys.stdout.isatty():
-        for tier in TIERS:
-            line = [f"{tier:>5}"]
+    if not args.json or args.table:
+        print("| tier | accounting | strategy | makespan/LB median | p90 | 429s / calls | failed packets |"
+              " tokens wasted |")
+        print("|---|---|---|---|---|---|---|---|")
+        for tier, accounting in itertools.product(TIERS, ("cached", "uncached")):
             for name, rows in results.items():
-                part = summarise([r for r in rows if r[0].tier == tier])
-                line.append(f"{name} {part['makespan_over_lb_median']:.2f}/{part['makespan_over_lb_p90']:.2f} "
-                            f"429s {part['rate_limited_share']:.1%} failed {part['failed_packets']}")
-            print(" | ".join(line))
+                part = summarise([r for r in rows if r[0].tier == tier and r[0].accounting == accounting])
+                print(f"| {tier} | {accounting} | {name} | {part['makespan_over_lb_median']:.2f} | "
+                      f"{part['makespan_over_lb_p90']:.2f} | {part['rate_limited_share']:.1%} | "
+                      f"{part['failed_packets']} | {part['wasted_tokens']:,} |")
         print(f"{len(results['scheduler'])} scenarios in {time.monotonic() - started:.1f}s")
     if args.json:
         print(json.dumps(summary))
