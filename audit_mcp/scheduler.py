@@ -186,8 +186,10 @@ def _forecast(
 ) -> Forecast:
     width = waves[0] if waves else 1
     wait = (cooldown - now).total_seconds() if cooldown else 0.0
-    by_tokens = max(total_in / (limits.value("input_tokens_per_minute") / 60.0),
-                    total_out / (limits.value("output_tokens_per_minute") / 60.0))
+    # Like the physical cap, the token-rate floor counts only limits known well enough to bind.
+    by_tokens = max([0.0] + [total / (limits.value(key) / 60.0) for key, total in
+                             (("input_tokens_per_minute", total_in), ("output_tokens_per_minute", total_out))
+                             if limits.limits[key].confidence != "low"])
     by_slots = len(waves) * seconds if host_kind == "whole_wave" else len(packets) * seconds / width
     low = wait + max(by_tokens, by_slots * 0.5, seconds * 0.5 if packets else 0.0)
     high = wait + max(by_tokens, by_slots) * 2.0

@@ -129,3 +129,10 @@ def test_the_forecast_counts_packets_waves_tokens_and_a_time_range(kind: str) ->
 def test_guessed_low_confidence_limits_do_not_throttle_the_host() -> None:
     result = schedule(limits(*LOW, confidence="low"), Learned(), 16, "rolling", packets(32), NOW)
     assert result.physical_cap == 16 and result.wave_size == 16
+
+
+@pytest.mark.parametrize(("confidence", "token_bound"), [("low", False), ("medium", True)])
+def test_the_forecast_is_held_back_by_token_rates_only_when_they_are_known(confidence: str, token_bound: bool) -> None:
+    f = schedule(limits(*LOW, confidence=confidence), Learned(), 16, "rolling", packets(16), NOW).forecast
+    by_tokens = f.estimated_input_tokens / (LOW[1] / 60)
+    assert (f.seconds_low >= int(by_tokens)) is token_bound
