@@ -24,9 +24,10 @@ from audit_mcp.limits import MAX_WAVE_WIDTH, ResolvedLimits, balanced_waves
 
 # Priors for one subagent run, corrected by observed ``usage`` blocks.
 DEFAULT_RUN_SECONDS = 240.0
-# Charged input tokens a run sends per token of packet text: each call re-sends the context, but cache
-# reads are not charged by Anthropic; without caching the ratio is nearer 10.
-DEFAULT_INPUT_RATIO = 3.0
+# Charged input tokens a run sends per token of packet text: each call re-sends the context. Anthropic
+# does not charge cache reads to the input bucket; other providers count every input token.
+DEFAULT_INPUT_RATIO = {"anthropic": 2.0}
+UNCACHED_INPUT_RATIO = 8.0
 DEFAULT_OUTPUT_TOKENS = 6_000
 DEFAULT_CALLS = 15
 TARGET_UTILISATION = 0.85
@@ -97,15 +98,16 @@ def decayed_cap(learned: Learned, prior: float, now: datetime, half_life: timede
     return prior + (learned.cap - prior) * weight
 
 
-def run_profile(learned: Learned) -> tuple[float, float, float, float]:
+def run_profile(learned: Learned, provider: str = "") -> tuple[float, float, float, float]:
     """Seconds, input ratio, output tokens and calls of one subagent run: learned, else the priors."""
-    return (learned.run_seconds or DEFAULT_RUN_SECONDS, learned.input_ratio or DEFAULT_INPUT_RATIO,
+    ratio = learned.input_ratio or DEFAULT_INPUT_RATIO.get(provider, UNCACHED_INPUT_RATIO)
+    return (learned.run_seconds or DEFAULT_RUN_SECONDS, ratio,
             learned.output_tokens or DEFAULT_OUTPUT_TOKENS, learned.calls or DEFAULT_CALLS)
 
 
 def physical_cap(limits: ResolvedLimits, host_cap: int, mean_tokens: float, learned: Learned) -> tuple[int, str]:
     """The widest wave the limits sustain, and which constraint set it."""
-    seconds, ratio, out, calls = run_profile(learned)
+    seconds, ratio, out, calls = run_profile(learned, limits.provider)
     demand = {"input_tokens_per_minute": mean_tokens * ratio, "output_tokens_per_minute": out,
               "requests_per_minute": calls}
     bounds = {"host": min(host_cap, MAX_WAVE_WIDTH)}
@@ -140,7 +142,7 @@ def schedule(
     wave_size = waves[0] if waves else 0
     cooldown = learned.cooldown_until if learned.cooldown_until and learned.cooldown_until > now else None
     oversize = _oversize(limits, order)
-    seconds, ratio, out, _calls = run_profile(learned)
+    seconds, ratio, out, _calls = run_profile(learned, limits.provider)
     why = [f"host allows {host_cap} at once ({host_kind})",
            f"the limits sustain {c_phys} (bound by {binding}, runs of ~{seconds:.0f}s)"]
     if learned_cap is not None:

@@ -220,12 +220,13 @@ def run_packets(provider: Provider, packets: list[Packet], width: int, kind: str
     return out
 
 
-def _limits(values: tuple[int, int, int], confidence: str) -> ResolvedLimits:
+def _limits(values: tuple[int, int, int], confidence: str, accounting: str) -> ResolvedLimits:
     keys = ("requests_per_minute", "input_tokens_per_minute", "output_tokens_per_minute")
     limits = {k: Limit(int(v), "simulated", confidence) for k, v in zip(keys, values, strict=True)}
     limits["context_tokens"] = Limit(200_000, "simulated", confidence)
     limits["output_tokens"] = Limit(min(MAX_TOKENS, values[2] // 4), "simulated", confidence)
-    return ResolvedLimits("sim", "sim-model", limits)
+    # Anthropic does not charge cache reads; an OpenAI-style provider charges every input token.
+    return ResolvedLimits("anthropic" if accounting == "cached" else "openai", "sim-model", limits)
 
 
 def _true_profile(packets: list[Packet]) -> Learned:
@@ -272,7 +273,8 @@ def simulate(sc: Scenario, strategy: str, *, warm: bool = False) -> Outcome:
     packets, max_tokens = _packets(sc, sc.seed)
     prior = tuple(max(1, int(v * sc.prior)) for v in truth)
     learned = _true_profile(packets) if strategy == "oracle" else Learned()
-    limits = _limits(truth if strategy == "oracle" else prior, "high" if strategy == "oracle" else "medium")
+    limits = _limits(truth if strategy == "oracle" else prior, "high" if strategy == "oracle" else "medium",
+                     sc.accounting)
     t0 = EPOCH
     if warm and strategy == "scheduler":
         earlier, _ = _packets(sc, sc.seed + 1)
@@ -354,11 +356,16 @@ def summarise(rows: list[tuple[Scenario, Outcome]]) -> dict[str, float | int]:
     }
 
 
+def _group(sc: Scenario, by: str) -> tuple[str, ...]:
+    return (f"{sc.prior:g}×",) if by == "prior" else (sc.tier, sc.accounting)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer and smaller scenarios (under a minute)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on the last line")
     parser.add_argument("--table", action="store_true", help="with --json, print the table too")
+    parser.add_argument("--by", choices=("tier", "prior"), default="tier", help="how the table groups scenarios")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per scenario shape")
     args = parser.parse_args(argv)
     seeds = args.seeds or (3 if args.quick else 10)
@@ -371,13 +378,17 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((sc, simulate(sc, "scheduler" if cold else strategy, warm=strategy == "scheduler")))
     summary = {name: summarise(rows) for name, rows in results.items()}
     if not args.json or args.table:
-        print("| tier | accounting | strategy | makespan/LB median | p90 | 429s / calls | failed packets |"
+        groups: list[tuple[str, ...]] = (
+            [(f"{p:g}×",) for p in PRIOR_FACTORS] if args.by == "prior"
+            else [(t, a) for t, a in itertools.product(TIERS, ("cached", "uncached"))])
+        heads = ["limit prior"] if args.by == "prior" else ["tier", "accounting"]
+        print("| " + " | ".join(heads) + " | strategy | makespan/LB median | p90 | 429s / calls | failed packets |"
               " tokens wasted |")
-        print("|---|---|---|---|---|---|---|---|")
-        for tier, accounting in itertools.product(TIERS, ("cached", "uncached")):
+        print("|" + "---|" * (len(heads) + 6))
+        for group in groups:
             for name, rows in results.items():
-                part = summarise([r for r in rows if r[0].tier == tier and r[0].accounting == accounting])
-                print(f"| {tier} | {accounting} | {name} | {part['makespan_over_lb_median']:.2f} | "
+                part = summarise([r for r in rows if _group(r[0], args.by) == group])
+                print(f"| {' | '.join(group)} | {name} | {part['makespan_over_lb_median']:.2f} | "
                       f"{part['makespan_over_lb_p90']:.2f} | {part['rate_limited_share']:.1%} | "
                       f"{part['failed_packets']} | {part['wasted_tokens']:,} |")
         print(f"{len(results['scheduler'])} scenarios in {time.monotonic() - started:.1f}s")

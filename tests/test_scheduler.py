@@ -31,8 +31,8 @@ def packets(n: int, tokens: int = 20_000) -> list[PacketLoad]:
     (HIGH, 4, 10, 20_000, 4),     # host-bound
     (HIGH, 3, 2, 20_000, 2),      # fewer packets than slots
     (MID, 16, 30, 20_000, 15),    # small packets: still host-bound, 30 → 15 + 15
-    (MID, 16, 30, 50_000, 10),    # input-token bound: 10 sustained, 30 → 10 + 10 + 10
-    (LOW, 16, 10, 20_000, 2),     # a low tier sustains two runs at a time
+    (MID, 16, 30, 80_000, 10),    # input-token bound: 10 sustained, 30 → 10 + 10 + 10
+    (LOW, 16, 10, 20_000, 3),     # a low tier sustains three runs at a time: 3 + 3 + 2 + 2
 ], ids=["high-tier-claude-code", "high-tier-cursor", "two-packets", "mid-tier-small", "mid-tier-large",
         "low-tier"])
 def test_wave_size_is_the_tightest_of_host_and_limits(
@@ -82,7 +82,7 @@ def test_usage_calibrates_the_run_profile_and_moves_the_physical_cap() -> None:
     outcome = RunOutcome(launched=2, wave_size=2, succeeded=2, rate_limited=0,
                          usage=[{"input_tokens": 60_000.0, "seconds": 240.0}] * 2, estimated_tokens=[60_000, 60_000])
     after, binding = physical_cap(lim, 16, 60_000, learn(Learned(), outcome, NOW, before, DAY))
-    assert before == 9
+    assert before == 13
     assert after > before and binding == "host"
 
 
