@@ -12,6 +12,8 @@ import pytest
 from mcp import Client
 
 from audit_mcp.cli import main
+from audit_mcp.config import SchedulerConfig
+from audit_mcp.pacing import pacing_settings
 from audit_mcp.probe import probe
 from audit_mcp.server import build_server
 from audit_mcp.service import AuditService
@@ -80,7 +82,10 @@ async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
         second = await _plan(client, step["run_id"])
         assert second["wave_size"] <= 2 < first["wave_size"]
         assert second["cooldown_until"] == "2026-11-30T12:00:45Z"
-        assert "Do not launch any subagent before 2026-11-30T12:00:45Z" in Path(step["prompt_path"]).read_text()
+        prompt = Path(step["prompt_path"]).read_text()
+        assert "Do not launch any subagent before 2026-11-30T12:00:45Z" in prompt
+        assert "Launch order: as listed below" in prompt and "learned cap" in prompt
+        assert step["cooldown_until"] == "2026-11-30T12:00:45Z"
 
         clock.now = START + timedelta(minutes=10)
         await _clean_run(client, reviewer, second)
@@ -177,3 +182,17 @@ def test_a_bad_scheduler_setting_is_reported_not_crashed_on(repo: Path, monkeypa
     monkeypatch.setenv("AUDIT_MCP_WAVE_KIND", "sideways")
     step = AuditService(repo).next_step({"can_dispatch_subagents": True})
     assert step.step_kind == "blocked" and "AUDIT_MCP_WAVE_KIND" in step.reason
+
+
+@pytest.mark.parametrize(("config", "env", "client", "kind"), [
+    ({}, {}, None, "rolling"),
+    ({}, {}, "Cursor", "whole_wave"),
+    ({"wave_kind": "rolling"}, {}, "cursor", "rolling"),
+    ({"wave_kind": "rolling"}, {"AUDIT_MCP_WAVE_KIND": "whole_wave"}, None, "whole_wave"),
+], ids=["default", "cursor-waits-for-whole-waves", "config-wins-over-client", "environment-wins"])
+def test_the_host_kind_comes_from_environment_config_or_client(
+    config: dict[str, str], env: dict[str, str], client: str | None, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert pacing_settings(SchedulerConfig(**config), client).wave_kind == kind  # type: ignore[arg-type]
