@@ -196,3 +196,19 @@ def test_the_host_kind_comes_from_environment_config_or_client(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert pacing_settings(SchedulerConfig(**config), client).wave_kind == kind  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("model", "warned"), [
+    ("", False),
+    ("[model]\noutput_tokens = 64000\noutput_tokens_per_minute = 8000\n", True),
+], ids=["guessed-limits-warn-of-nothing", "max-tokens-above-the-output-bucket"])
+def test_packets_that_can_never_be_admitted_are_flagged_only_when_limits_are_known(
+    repo: Path, model: str, warned: bool
+) -> None:
+    (repo / ".audit-mcp.toml").write_text(model)
+    step = AuditService(repo, clock=lambda: START).next_step({"can_dispatch_subagents": True,
+                                                              "model": "claude-haiku-4-5"})
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    flagged = plan["schedule"]["oversize_packets"]
+    assert flagged == ([p["packet_id"] for p in plan["packets"]] if warned else [])
+    assert ("Warning: packet(s)" in Path(step.prompt_path).read_text()) is warned
