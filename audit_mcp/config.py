@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -58,6 +58,14 @@ class ModelConfig(_Strict):
     output_tokens_per_minute: Annotated[int, Field(ge=100)] | None = None
 
 
+class SchedulerConfig(_Strict):
+    """How the wave scheduler learns and what it assumes about the host."""
+
+    half_life_hours: Annotated[float, Field(gt=0, le=24 * 365)] = 24.0
+    wave_kind: Literal["rolling", "whole_wave"] | None = None
+    probe: Literal["never", "auto", "force"] = "never"
+
+
 class SessionConfig(_Strict):
     """Everything a user can set for the audit of one repository."""
 
@@ -74,6 +82,7 @@ class SessionConfig(_Strict):
     max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
     host: HostConfig = Field(default_factory=HostConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
 
 
 def config_path_for(root: Path, explicit: Path | None = None) -> Path:

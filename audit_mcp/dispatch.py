@@ -154,9 +154,14 @@ def dispatch_plan(
     specs: Sequence[PacketSpec],
     wave_cap: int,
     cooldown_until: str | None,
+    order: Sequence[str] | None = None,
+    schedule: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The dispatch plan of a run; packets in launch order (deepest and largest first)."""
+    """The dispatch plan of a run; packets in launch order (the scheduler's, else deepest and largest first)."""
     ordered = sorted(specs, key=lambda s: (TIER_ORDER[s.plan.tier], -s.plan.estimated_tokens, s.packet_id))
+    if order is not None:
+        position = {packet_id: n for n, packet_id in enumerate(order)}
+        ordered.sort(key=lambda s: position.get(s.packet_id, len(position)))
     waves = balanced_waves(len(ordered), wave_cap)
     return {
         "run_id": run_id,
@@ -166,6 +171,8 @@ def dispatch_plan(
         "cooldown_until": cooldown_until,
         "estimated_wave_tokens": sum(s.plan.estimated_tokens for s in ordered[: waves[0] if waves else 0]),
         "estimated_total_tokens": sum(s.plan.estimated_tokens for s in ordered),
+        "launch_order": [s.packet_id for s in ordered],
+        "schedule": dict(schedule or {}),
         "packets": [
             {
                 "packet_id": s.packet_id,

@@ -41,6 +41,9 @@ class Step(BaseModel):
     wave_size: int | None = None
     waves: list[int] | None = None
     packets_outstanding: int | None = None
+    cooldown_until: str | None = None
+    forecast: dict[str, object] | None = Field(
+        default=None, description="Packets, waves, estimated tokens and a time range for the work handed out.")
     coverage: dict[str, int] = Field(default_factory=dict)
     completeness: str = "unknown"
 
@@ -103,6 +106,7 @@ class QuotaStatus(BaseModel):
     learned_state_path: str
     host_max_active_subagents: int
     schedule: dict[str, object]
+    forecast: dict[str, object] = Field(default_factory=dict)
     notes: list[str]
 
 

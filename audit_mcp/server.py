@@ -211,7 +211,8 @@ def build_server(
     def quota_status(root: str | None = None, host_model: str | None = None,
                      provider: str | None = None) -> QuotaStatus:
         """The model's resolved limits (each with source and confidence), what was learned from rate-limit
-        errors (cooldown, last 429), and the wave schedule the server would give now."""
+        errors (max_safe_concurrency, cooldown, last 429), the wave schedule the server would give now, a
+        forecast of the work still open, and where the learned state lives."""
         return _call(lambda: registry.get(root).quota(host_model, provider))
 
     @server.tool(

@@ -9,14 +9,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from audit_mcp import hosts
 from audit_mcp.config import SessionConfig, load_config
 from audit_mcp.coverage import CellState, build_cells, completeness, totals
 from audit_mcp.dispatch import (
+    TIER_ORDER,
     PacketSpec,
     dispatch_plan,
     estimate_tokens,
@@ -28,6 +31,7 @@ from audit_mcp.failures import classify, cooldown_until
 from audit_mcp.files import resolve_inside, write_atomic
 from audit_mcp.ingest import ingest_run
 from audit_mcp.intake import build_manifest
+from audit_mcp.learned import LearnedStore, state_key
 from audit_mcp.lenses import resolve_lenses
 from audit_mcp.limits import ResolvedLimits, resolve_limits
 from audit_mcp.models import (
@@ -39,10 +43,12 @@ from audit_mcp.models import (
     StatusView,
     Step,
 )
+from audit_mcp.pacing import Pacing, iso, pacing_settings, run_outcome, schedule_view, with_observed
 from audit_mcp.packets import pack
 from audit_mcp.planner import Decision, Executor, Obligation, PlannerState, decide
 from audit_mcp.progress import Progress, tell
 from audit_mcp.report import ReportInput, render_json, render_markdown
+from audit_mcp.scheduler import Learned, PacketLoad, RunOutcome, admissible_tokens, learn, schedule
 from audit_mcp.steps import StepContext, render_step
 from audit_mcp.store import AuditRow, PacketRow, RunRow, Store, Tx
 from audit_mcp.synthesis import synthesize
@@ -92,10 +98,15 @@ class AuditService:
         if not ignore.exists():
             write_atomic(ignore, "# audit-mcp's working files; never audited, never committed.\n*\n")
         self.store = Store(self.artifacts_dir)
+        self.learned = LearnedStore()
+        self.probe_transport: httpx.BaseTransport | None = None  # a seam for tests of the provider probe
 
     # paths ---------------------------------------------------------------------
     def now(self) -> str:
         return _iso(self._clock())
+
+    def clock(self) -> datetime:
+        return self._clock()
 
     @property
     def step_json_path(self) -> Path:
@@ -263,9 +274,22 @@ class AuditService:
     def limits(self, config: SessionConfig, model: str | None, provider: str | None = None) -> ResolvedLimits:
         return resolve_limits(model, provider, config.model)
 
+    def pacing(
+        self, config: SessionConfig, caps: HostCapabilities, provider: str | None = None
+    ) -> tuple[ResolvedLimits, Learned, str, Pacing]:
+        """Limits (with any seen in real headers), learned state and its key, and the scheduler's settings."""
+        pacing = pacing_settings(config.scheduler, caps.client_name)
+        base = self.limits(config, caps.model, provider)
+        key = state_key(base.provider, base.model)
+        learned = self.learned.get(key)
+        return with_observed(base, learned), learned, key, pacing
+
     def _dispatch(self, config: SessionConfig, caps: HostCapabilities) -> None:
-        limits = self.limits(config, caps.model)
+        limits, learned, key, pacing = self.pacing(config, caps)
         budget = min(limits.packet_budget, config.max_packet_tokens)
+        if (fit := admissible_tokens(limits)) is not None:
+            # A packet whose first call cannot fit the input bucket would never be admitted: pack smaller.
+            budget = min(budget, max(8_000, fit))
         prefix = packet_prompt_prefix(resolve_lenses(config))
         now = self.now()
         with self.store.write() as tx:
@@ -283,10 +307,15 @@ class AuditService:
             for n, plan in enumerate(plans, 1):
                 packet_id = f"{run_id}-P{n:02d}"
                 specs.append(PacketSpec(packet_id, plan, self.packet_prompt_path(run_id, packet_id)))
-            cooldown = self.cooldown(tx, audit.audit_id)
+            planned = schedule(limits, learned, caps.max_active_subagents, pacing.wave_kind,
+                               [PacketLoad(s.packet_id, s.plan.estimated_tokens, TIER_ORDER[s.plan.tier])
+                                for s in specs], self._clock(), half_life=pacing.half_life)
+            cooldown = max(filter(None, (self.cooldown(tx, audit.audit_id), iso(planned.cooldown_until))),
+                           default=None)
             plan_doc = dispatch_plan(
                 run_id=run_id, kind="single" if single else "dispatch", specs=specs,
-                wave_cap=caps.max_active_subagents, cooldown_until=cooldown,
+                wave_cap=planned.wave_size, cooldown_until=cooldown, order=planned.order,
+                schedule=schedule_view(planned, pacing, key),
             )
             tx.insert_run(RunRow(run_id, audit.audit_id, seq, "single" if single else "dispatch", "open", now,
                                  None, plan_doc["wave_size"], plan_doc))
@@ -307,6 +336,16 @@ class AuditService:
             write_atomic(self.plan_path(run_id), json.dumps(plan_doc, indent=2) + "\n")
             tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="dispatch",
                    detail=f"run {run_id}: {len(specs)} packet(s), waves {plan_doc['waves']}", outcome="ok")
+
+    def _learn(self, run: RunRow, taught: RunOutcome, half_life: timedelta) -> None:
+        """Fold a merged run's outcome into the learned state of the model it was scheduled for."""
+        planned = run.plan.get("schedule") or {}
+        key = planned.get("state_key")
+        if not key:
+            return
+        prior = float(planned.get("physical_cap") or run.wave_size or 1)
+        now = self._clock()
+        self.learned.update(key, lambda state: learn(state, taught, now, prior, half_life), now)
 
     def cooldown(self, tx: Tx, audit_id: int) -> str | None:
         """The end of the latest rate-limit cooldown, when it is still in the future."""
@@ -475,6 +514,7 @@ class AuditService:
             text = item.get("error") or item.get("error_text") or item.get("message") or ""
             reported[item["packet_id"]] = str(text)[:4000] or "failed without an error text"
         config = self.config()
+        half_life = pacing_settings(config.scheduler, None).half_life
         now = self.now()
         tell(progress, 1, 2, f"merging run {run_id} ({len(reported)} packet(s) reported failed)")
         with self.store.write() as tx:
@@ -494,11 +534,20 @@ class AuditService:
                                     coverage=totals(counts), completeness=completeness(counts),
                                     next_action="This run was already merged; nothing changed. Call next_step.")
             outcome = ingest_run(tx, audit.audit_id, run, packets, reported, config.max_attempts, now)
+            usage = [(sub[1].get("usage") or {}, p.estimated_tokens) for p in packets
+                     if (sub := tx.submission(p.packet_id)) is not None]
+            taught = run_outcome(launched=len(packets), wave_size=run.wave_size, succeeded=outcome.merged,
+                                 reported=reported, usage=usage, now=self._clock())
+            if taught.hard_stop:
+                tx.set_blocker(audit.audit_id, f"the model provider refused for a reason waiting cannot fix: "
+                               f"{taught.hard_stop[:400]}. Raise the spend cap or wait for the usage window to "
+                               "reset, then call next_step with retry_blocked=true.")
             tx.finish_run(run_id, now)
             counts = tx.cell_counts(audit.audit_id)
             tx.log(now=now, audit_id=audit.audit_id, actor=actor, action="merge_and_ingest",
                    detail=f"run {run_id}: {outcome.merged} merged, {outcome.failed} failed, {outcome.covered} "
                           f"task(s) covered, {len(outcome.requeued)} requeued", outcome="ok")
+        self._learn(run, taught, half_life)
         still = [r for r in outcome.requeued if r.state == "pending"]
         tell(progress, 2, 2, f"merged run {run_id}: {outcome.covered} task(s) covered, {len(still)} requeued")
         return MergeSummary(

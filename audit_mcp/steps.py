@@ -69,7 +69,20 @@ def _waves_table(ctx: StepContext, waves: list[int]) -> str:
 
 def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     assert ctx.plan is not None and ctx.run_id is not None and ctx.plan_path is not None
-    waves = balanced_waves(len(ctx.outstanding), ctx.caps.max_active_subagents)
+    # The scheduler's width, never the host's bare cap: the limits or a learned cap may be tighter.
+    waves = balanced_waves(len(ctx.outstanding), ctx.plan.get("wave_size") or ctx.caps.max_active_subagents)
+    planned = ctx.plan.get("schedule") or {}
+    forecast = planned.get("forecast")
+    schedule_note = (
+        f"Launch order: as listed below, longest work first. Why this width: {planned['reasoning']}"
+        if planned.get("reasoning") else "Launch order: as listed below, longest work first."
+    )
+    if forecast:
+        schedule_note += (f" Forecast: {forecast['packets']} packet(s) in {forecast['waves']} wave(s), "
+                          f"~{forecast['estimated_input_tokens']:,} input tokens, {forecast['time_range']}.")
+    if planned.get("oversize_packets"):
+        schedule_note += (" Warning: packet(s) " + ", ".join(planned["oversize_packets"]) + " may exceed the "
+                          "model's per-minute input or output budget; expect rate-limit errors for them.")
     model_rule = (
         "Choose each subagent's model from its packet's tier: " + "; ".join(
             f"`{tier}` → {desc}" for tier, desc in TIER_MODELS.items()) + "."
@@ -106,6 +119,7 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         model_rule=model_rule,
         tools_rule=tools_rule,
         cooldown_rule=cooldown_rule,
+        schedule_note=schedule_note,
         merge_cli=merge_cli,
         coverage_line=_coverage_line(ctx),
     )
@@ -117,7 +131,8 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     ]
     stop = (f"Stop dispatching once every wave of run {ctx.run_id} has finished; call merge_and_ingest once, "
             "then next_step.")
-    extra = {"wave_size": waves[0] if waves else 0, "waves": waves, "packets_outstanding": len(ctx.outstanding)}
+    extra = {"wave_size": waves[0] if waves else 0, "waves": waves, "packets_outstanding": len(ctx.outstanding),
+             "cooldown_until": cooldown, "forecast": forecast}
     return prompt, actions, stop, extra
 
 

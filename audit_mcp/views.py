@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from audit_mcp import hosts
 from audit_mcp.coverage import CellState, completeness, totals
-from audit_mcp.limits import balanced_waves
+from audit_mcp.dispatch import TIER_ORDER
+from audit_mcp.limits import ResolvedLimits
 from audit_mcp.models import LimitView, QuotaStatus, StatusView
+from audit_mcp.pacing import iso, schedule_view
 from audit_mcp.packets import pack
+from audit_mcp.probe import probe
+from audit_mcp.scheduler import PacketLoad, admissible_tokens, schedule
 from audit_mcp.synthesis import synthesize
 
 if TYPE_CHECKING:
@@ -20,49 +22,64 @@ if TYPE_CHECKING:
 MAX_GAPS_LISTED = 20
 
 
-def learned_state_path() -> Path:
-    """Where learned rate-limit state lives: per user, outside any repository."""
-    base = os.environ.get("AUDIT_MCP_STATE_DIR")
-    if base:
-        return Path(base) / "learned.sqlite3"
-    xdg = os.environ.get("XDG_STATE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "audit-mcp" / "learned.sqlite3"
-
-
 def quota_view(service: AuditService, host_model: str | None, provider: str | None) -> QuotaStatus:
     config = service.config()
     with service.store.read() as tx:
         audit = tx.current_audit()
         remembered = audit.host_caps if audit else {}
         caps = hosts.resolve({"model": host_model}, remembered, config.host, None)
-        limits = service.limits(config, caps.model, provider)
-        budget = min(limits.packet_budget, config.max_packet_tokens)
         failures = tx.failures(audit.audit_id) if audit else []
         cooldown = service.cooldown(tx, audit.audit_id) if audit else None
-        pending = tx.cells(audit.audit_id, [CellState.PENDING]) if audit else []
+        # The audit's remaining work: cells not yet handed out and cells out in the open run.
+        pending = tx.cells(audit.audit_id, [CellState.PENDING, CellState.ASSIGNED]) if audit else []
         files = {f.path: f for f in tx.files(audit.audit_id)} if audit else {}
         edges = tx.edges(audit.audit_id) if audit else []
-    last_429 = next((f["at"] for f in reversed(failures) if f["kind"] == "rate_limited"), None)
+    limits, learned, key, pacing = service.pacing(config, caps, provider)
+    now = service.clock()
+    probed = probe(limits.provider, limits.model, pacing.probe, now, transport=service.probe_transport)
+    if probed.limits:
+        limits = ResolvedLimits(limits.provider, limits.model, {**limits.limits, **probed.limits})
+    budget = min(limits.packet_budget, config.max_packet_tokens)
+    if (fit := admissible_tokens(limits)) is not None:
+        budget = min(budget, max(8_000, fit))
     plans = pack(pending, files, edges, budget=budget, prefix_tokens=6_000) if pending else []
-    waves = balanced_waves(len(plans), caps.max_active_subagents)
+    loads = [PacketLoad(f"P{n:02d}", p.estimated_tokens, TIER_ORDER[p.tier]) for n, p in enumerate(plans, 1)]
+    planned = schedule(limits, learned, caps.max_active_subagents, pacing.wave_kind, loads, now,
+                       half_life=pacing.half_life)
+    cooldown = max(filter(None, (cooldown, iso(planned.cooldown_until))), default=None)
+    last_429 = iso(learned.last_429_at) or next((f["at"] for f in reversed(failures)
+                                                  if f["kind"] == "rate_limited"), None)
     notes = []
     if all(v.confidence == "low" for v in limits.limits.values()):
         notes.append("Every limit is a built-in default (low confidence): set [model] in the session config or "
                      "the AUDIT_MCP_* environment variables to make them medium.")
+    if probed.note:
+        notes.append(probed.note)
+    if learned.hard_stop:
+        notes.append(f"Last hard stop: {learned.hard_stop}")
+    view = schedule_view(planned, pacing, key)
     return QuotaStatus(
         provider=limits.provider,
         model=limits.model,
         limits={k: LimitView(value=v.value, source=v.source, confidence=v.confidence)  # type: ignore[arg-type]
                 for k, v in limits.limits.items()},
         packet_budget_tokens=budget,
-        learned={"max_safe_concurrency": caps.max_active_subagents, "cooldown_until": cooldown,
-                 "last_429_at": last_429,
+        learned={"max_safe_concurrency": planned.learned_cap or planned.physical_cap,
+                 "learned_cap": planned.learned_cap, "physical_cap": planned.physical_cap,
+                 "cooldown_until": cooldown, "last_429_at": last_429,
+                 "last_decrease_at": iso(learned.last_decrease_at), "hard_stop": learned.hard_stop,
+                 "clean_runs": learned.clean_runs, "rate_limited_runs": learned.rate_limited_runs,
+                 "half_life_hours": pacing.half_life.total_seconds() / 3600,
                  "rate_limited_failures": sum(1 for f in failures if f["kind"] == "rate_limited")},
-        learned_state_path=str(learned_state_path()),
+        learned_state_path=str(service.learned.path),
         host_max_active_subagents=caps.max_active_subagents,
-        schedule={"pending_cells": len(pending), "packets": len(plans), "waves": waves,
-                  "wave_size": waves[0] if waves else 0, "cooldown_until": cooldown,
-                  "estimated_tokens": sum(p.estimated_tokens for p in plans)},
+        schedule={"pending_cells": sum(1 for c in pending if c.state == CellState.PENDING),
+                  "open_cells": len(pending), "packets": len(plans), "waves": planned.waves,
+                  "wave_size": planned.wave_size, "cooldown_until": cooldown,
+                  "estimated_tokens": sum(p.estimated_tokens for p in plans),
+                  "estimated_wave_tokens": planned.estimated_wave_tokens, "launch_order": planned.order[:50],
+                  **{k: v for k, v in view.items() if k != "forecast"}},
+        forecast=view["forecast"],
         notes=notes,
     )
 

@@ -23,6 +23,13 @@ def git(root: Path, *args: str) -> None:
     )
 
 
+@pytest.fixture(autouse=True)
+def _isolated_learned_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Learned rate-limit state goes to a temporary directory, never the user's; no provider is probed."""
+    monkeypatch.setenv("AUDIT_MCP_STATE_DIR", str(tmp_path / "learned-state"))
+    monkeypatch.setenv("AUDIT_MCP_PROBE", "never")
+
+
 @pytest.fixture
 def answer_key() -> dict[str, Any]:
     return json.loads((FIXTURES / "planted_app.answer-key.json").read_text())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,8 @@ async def test_the_same_audit_runs_over_stdio_with_the_installed_command(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
     command = Path(sys.executable).with_name("audit-mcp")
-    params = StdioServerParameters(command=str(command), args=["serve", "--root", str(repo)])
+    params = StdioServerParameters(command=str(command), args=["serve", "--root", str(repo)],
+                                   env={"AUDIT_MCP_STATE_DIR": os.environ["AUDIT_MCP_STATE_DIR"]})
     async with Client(params) as client:
         tools = {tool.name for tool in (await client.list_tools()).tools}
         assert {"next_step", "submit_packet", "merge_and_ingest", "quota_status"} <= tools

@@ -1,0 +1,263 @@
+"""The wave scheduler: as wide as the model's rate limits and the host allow, and no wider.
+
+Pure: every input (resolved limits, learned state, the host's cap and kind,
+the packets' token estimates, ``now``) is explicit, and so is every output.
+
+The physical cap is ``min(C_host, r_I·D/T, r_O·D/O, r_R·D/R)`` at a target
+utilisation below one, with ``r_X`` a per-second rate, ``D`` the mean
+subagent run time and ``T``, ``O``, ``R`` the input tokens, output tokens and
+API calls one run takes (a run makes many calls, each re-sending its
+context). Only limits known with medium or high confidence bind; built-in guesses
+are left to the learned cap. The learned cap moves by AIMD (+1 after a clean, well-used wave,
+halved at most once a minute on rate-limit failures) and decays back toward
+the physical cap with a half-life.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from audit_mcp.limits import MAX_WAVE_WIDTH, ResolvedLimits, balanced_waves
+
+# Priors for one subagent run, corrected by observed ``usage`` blocks.
+DEFAULT_RUN_SECONDS = 240.0
+# Charged input tokens a run sends per token of packet text: each call re-sends the context. Anthropic
+# does not charge cache reads to the input bucket; other providers count every input token.
+DEFAULT_INPUT_RATIO = {"anthropic": 2.0}
+UNCACHED_INPUT_RATIO = 8.0
+DEFAULT_OUTPUT_TOKENS = 6_000
+DEFAULT_CALLS = 15
+TARGET_UTILISATION = 0.85
+DECREASE_INTERVAL = timedelta(seconds=60)
+DEFAULT_COOLDOWN = timedelta(seconds=60)
+PESSIMISTIC_FIRST_CALL = 1.25  # the first call carries the packet text plus the system prompt and tools
+MAX_LEARNED_CAP = 64
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What past runs taught about one provider+model."""
+
+    cap: float | None = None
+    updated_at: datetime | None = None
+    cooldown_until: datetime | None = None
+    last_429_at: datetime | None = None
+    last_decrease_at: datetime | None = None
+    hard_stop: str | None = None
+    run_seconds: float | None = None
+    input_ratio: float | None = None
+    output_tokens: float | None = None
+    calls: float | None = None
+    observed_limits: dict[str, int] = field(default_factory=dict)
+    observed_at: datetime | None = None
+    clean_runs: int = 0
+    rate_limited_runs: int = 0
+
+
+@dataclass(frozen=True)
+class PacketLoad:
+    packet_id: str
+    estimated_tokens: int
+    rank: int = 0  # launched before higher ranks (deeper reviews take longer)
+
+
+@dataclass(frozen=True)
+class Forecast:
+    packets: int
+    waves: int
+    estimated_input_tokens: int
+    estimated_output_tokens: int
+    seconds_low: int
+    seconds_high: int
+
+
+@dataclass(frozen=True)
+class Schedule:
+    wave_size: int
+    waves: list[int]
+    cooldown_until: datetime | None
+    estimated_wave_tokens: int
+    order: list[str]
+    physical_cap: int
+    learned_cap: int | None
+    blocked: str | None
+    oversize: list[str]
+    forecast: Forecast
+    reasoning: str
+
+
+def decayed_cap(learned: Learned, prior: float, now: datetime, half_life: timedelta) -> float | None:
+    """The learned cap pulled back toward ``prior`` by the time since it was learned."""
+    if learned.cap is None or learned.updated_at is None:
+        return None
+    elapsed = max(0.0, (now - learned.updated_at).total_seconds())
+    weight = 0.5 ** (elapsed / max(1.0, half_life.total_seconds()))
+    return prior + (learned.cap - prior) * weight
+
+
+def run_profile(learned: Learned, provider: str = "") -> tuple[float, float, float, float]:
+    """Seconds, input ratio, output tokens and calls of one subagent run: learned, else the priors."""
+    ratio = learned.input_ratio or DEFAULT_INPUT_RATIO.get(provider, UNCACHED_INPUT_RATIO)
+    return (learned.run_seconds or DEFAULT_RUN_SECONDS, ratio,
+            learned.output_tokens or DEFAULT_OUTPUT_TOKENS, learned.calls or DEFAULT_CALLS)
+
+
+def physical_cap(limits: ResolvedLimits, host_cap: int, mean_tokens: float, learned: Learned) -> tuple[int, str]:
+    """The widest wave the limits sustain, and which constraint set it."""
+    seconds, ratio, out, calls = run_profile(learned, limits.provider)
+    demand = {"input_tokens_per_minute": mean_tokens * ratio, "output_tokens_per_minute": out,
+              "requests_per_minute": calls}
+    bounds = {"host": min(host_cap, MAX_WAVE_WIDTH)}
+    for key, per_run in demand.items():
+        if limits.limits[key].confidence == "low":
+            # A guessed tier would throttle every better-off user; learning from 429s narrows instead.
+            continue
+        rate = limits.value(key) / 60.0
+        bounds[key] = math.floor(TARGET_UTILISATION * rate * seconds / max(1.0, per_run) + 0.5)
+    binding = min(bounds, key=lambda k: bounds[k])
+    return max(1, bounds[binding]), binding
+
+
+def schedule(
+    limits: ResolvedLimits,
+    learned: Learned,
+    host_cap: int,
+    host_kind: str,
+    packets: Sequence[PacketLoad],
+    now: datetime,
+    *,
+    half_life: timedelta = timedelta(hours=24),
+) -> Schedule:
+    """The wave schedule for ``packets`` now."""
+    order = sorted(packets, key=lambda p: (p.rank, -p.estimated_tokens, p.packet_id))
+    mean_tokens = sum(p.estimated_tokens for p in order) / len(order) if order else 0.0
+    c_phys, binding = physical_cap(limits, host_cap, mean_tokens, learned)
+    decayed = decayed_cap(learned, c_phys, now, half_life)
+    learned_cap = max(1, math.floor(decayed + 0.5)) if decayed is not None else None
+    width = max(1, min(c_phys, learned_cap if learned_cap is not None else c_phys, host_cap, MAX_WAVE_WIDTH))
+    waves = balanced_waves(len(order), width)
+    wave_size = waves[0] if waves else 0
+    cooldown = learned.cooldown_until if learned.cooldown_until and learned.cooldown_until > now else None
+    oversize = _oversize(limits, order)
+    seconds, ratio, out, _calls = run_profile(learned, limits.provider)
+    why = [f"host allows {host_cap} at once ({host_kind})",
+           f"the limits sustain {c_phys} (bound by {binding}, runs of ~{seconds:.0f}s)"]
+    if learned_cap is not None:
+        why.append(f"learned cap {learned.cap:.1f} decays to {decayed:.1f} toward {c_phys}")
+    if cooldown:
+        why.append(f"cooling down until {cooldown.isoformat()}")
+    if oversize:
+        why.append(f"{len(oversize)} packet(s) exceed a token bucket")
+    if learned.hard_stop:
+        why.append(f"hard stop: {learned.hard_stop}")
+    total_in = int(sum(p.estimated_tokens for p in order) * ratio)
+    forecast = _forecast(limits, order, waves, host_kind, seconds, total_in, int(out * len(order)), now, cooldown)
+    return Schedule(
+        wave_size=wave_size, waves=waves, cooldown_until=cooldown,
+        estimated_wave_tokens=sum(p.estimated_tokens for p in order[:wave_size]),
+        order=[p.packet_id for p in order], physical_cap=c_phys, learned_cap=learned_cap,
+        blocked=learned.hard_stop, oversize=oversize, forecast=forecast,
+        reasoning=f"wave size {wave_size}: " + "; ".join(why) + ".",
+    )
+
+
+def admissible_tokens(limits: ResolvedLimits) -> int | None:
+    """The largest packet whose first call fits the input bucket; None unless the limit is known well enough."""
+    itpm = limits.limits["input_tokens_per_minute"]
+    if itpm.confidence == "low":
+        return None
+    return int(itpm.value / PESSIMISTIC_FIRST_CALL)
+
+
+def _oversize(limits: ResolvedLimits, packets: Sequence[PacketLoad]) -> list[str]:
+    """Packets that could never be admitted; only judged when the limits are known (medium or high)."""
+    fit = admissible_tokens(limits)
+    out = [p.packet_id for p in packets if fit is not None and p.estimated_tokens > fit]
+    otpm, output = limits.limits["output_tokens_per_minute"], limits.limits["output_tokens"]
+    if otpm.confidence != "low" and output.confidence != "low" and output.value > otpm.value:
+        out = [p.packet_id for p in packets]
+    return out
+
+
+def _forecast(
+    limits: ResolvedLimits, packets: Sequence[PacketLoad], waves: list[int], host_kind: str, seconds: float,
+    total_in: int, total_out: int, now: datetime, cooldown: datetime | None,
+) -> Forecast:
+    width = waves[0] if waves else 1
+    wait = (cooldown - now).total_seconds() if cooldown else 0.0
+    # Like the physical cap, the token-rate floor counts only limits known well enough to bind.
+    by_tokens = max([0.0] + [total / (limits.value(key) / 60.0) for key, total in
+                             (("input_tokens_per_minute", total_in), ("output_tokens_per_minute", total_out))
+                             if limits.limits[key].confidence != "low"])
+    by_slots = len(waves) * seconds if host_kind == "whole_wave" else len(packets) * seconds / width
+    low = wait + max(by_tokens, by_slots * 0.5, seconds * 0.5 if packets else 0.0)
+    high = wait + max(by_tokens, by_slots) * 2.0
+    return Forecast(packets=len(packets), waves=len(waves), estimated_input_tokens=total_in,
+                    estimated_output_tokens=total_out, seconds_low=int(low), seconds_high=math.ceil(high))
+
+
+# learning ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one merged run says about the limits."""
+
+    launched: int
+    wave_size: int
+    succeeded: int
+    rate_limited: int
+    wait_until: datetime | None = None
+    hard_stop: str | None = None
+    observed_limits: dict[str, int] = field(default_factory=dict)
+    usage: Sequence[dict[str, float]] = ()
+    estimated_tokens: Sequence[int] = ()
+
+
+def learn(learned: Learned, outcome: RunOutcome, now: datetime, prior: float, half_life: timedelta) -> Learned:
+    """AIMD on the learned cap, cooldowns, hard stops, and usage calibration, from one run's outcome."""
+    current = decayed_cap(learned, prior, now, half_life)
+    base = current if current is not None else float(max(1, outcome.wave_size))
+    updated = replace(learned, updated_at=now)
+    if outcome.observed_limits:
+        updated = replace(updated, observed_limits={**learned.observed_limits, **outcome.observed_limits},
+                          observed_at=now)
+    if outcome.hard_stop:
+        updated = replace(updated, hard_stop=outcome.hard_stop)
+    if outcome.rate_limited:
+        recently = learned.last_decrease_at is not None and now - learned.last_decrease_at < DECREASE_INTERVAL
+        cap: float | None = base if recently else max(1.0, math.floor(min(base, outcome.wave_size) * 0.5))
+        until = max(outcome.wait_until, now) if outcome.wait_until else now + DEFAULT_COOLDOWN
+        if outcome.observed_limits and outcome.observed_limits != learned.observed_limits:
+            # The provider just said what its limits are: the physical cap, recomputed from them, governs.
+            cap = None
+        updated = replace(updated, cap=cap, last_429_at=now, cooldown_until=until,
+                          last_decrease_at=learned.last_decrease_at if recently else now,
+                          rate_limited_runs=learned.rate_limited_runs + 1)
+    elif outcome.succeeded and outcome.launched and outcome.wave_size < base / 2:
+        updated = replace(updated, hard_stop=None)
+    elif outcome.succeeded and outcome.launched:
+        grown = None if current is None else min(float(MAX_LEARNED_CAP), base + 1)
+        updated = replace(updated, cap=grown, clean_runs=learned.clean_runs + 1, hard_stop=None)
+    return _calibrate(updated, outcome)
+
+
+def _ewma(old: float | None, new: float, weight: float = 0.3) -> float:
+    return new if old is None else old + weight * (new - old)
+
+
+def _calibrate(learned: Learned, outcome: RunOutcome) -> Learned:
+    """Fold reported usage (tokens, calls, seconds per run) into the run profile."""
+    for usage, estimate in zip(outcome.usage, outcome.estimated_tokens, strict=False):
+        if usage.get("input_tokens") and estimate:
+            learned = replace(learned, input_ratio=_ewma(learned.input_ratio, usage["input_tokens"] / estimate))
+        if usage.get("output_tokens"):
+            learned = replace(learned, output_tokens=_ewma(learned.output_tokens, usage["output_tokens"]))
+        if usage.get("api_calls"):
+            learned = replace(learned, calls=_ewma(learned.calls, usage["api_calls"]))
+        if usage.get("seconds") and not outcome.rate_limited:  # throttled runs are slow for the wrong reason
+            learned = replace(learned, run_seconds=_ewma(learned.run_seconds, usage["seconds"]))
+    return learned

@@ -1,0 +1,138 @@
+"""The pure wave scheduler: widths, cooldowns, order, AIMD and decay, as tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from audit_mcp.limits import Limit, ResolvedLimits
+from audit_mcp.scheduler import Learned, PacketLoad, RunOutcome, learn, physical_cap, schedule
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+DAY = timedelta(hours=24)
+HIGH = (4_000, 2_000_000, 400_000)
+MID = (1_000, 450_000, 90_000)
+LOW = (50, 30_000, 8_000)
+
+
+def limits(rpm: int, itpm: int, otpm: int, confidence: str = "medium") -> ResolvedLimits:
+    values = {"context_tokens": 200_000, "output_tokens": 16_000, "requests_per_minute": rpm,
+              "input_tokens_per_minute": itpm, "output_tokens_per_minute": otpm}
+    return ResolvedLimits("anthropic", "claude-test", {k: Limit(v, "test", confidence) for k, v in values.items()})
+
+
+def packets(n: int, tokens: int = 20_000) -> list[PacketLoad]:
+    return [PacketLoad(f"P{i:02d}", tokens + i) for i in range(n)]
+
+
+@pytest.mark.parametrize(("tier", "host_cap", "n", "tokens", "expected"), [
+    (HIGH, 20, 40, 20_000, 14),   # host-bound (16 at most), balanced: 40 → 14 + 13 + 13
+    (HIGH, 4, 10, 20_000, 4),     # host-bound
+    (HIGH, 3, 2, 20_000, 2),      # fewer packets than slots
+    (MID, 16, 30, 20_000, 15),    # small packets: still host-bound, 30 → 15 + 15
+    (MID, 16, 30, 80_000, 10),    # input-token bound: 10 sustained, 30 → 10 + 10 + 10
+    (LOW, 16, 10, 20_000, 3),     # a low tier sustains three runs at a time: 3 + 3 + 2 + 2
+], ids=["high-tier-claude-code", "high-tier-cursor", "two-packets", "mid-tier-small", "mid-tier-large",
+        "low-tier"])
+def test_wave_size_is_the_tightest_of_host_and_limits(
+    tier: tuple[int, int, int], host_cap: int, n: int, tokens: int, expected: int
+) -> None:
+    result = schedule(limits(*tier), Learned(), host_cap, "rolling", packets(n, tokens), NOW)
+    assert result.wave_size == expected
+    assert sum(result.waves) == n and max(result.waves) - min(result.waves) <= 1
+    assert result.wave_size <= min(host_cap, 16)
+    assert str(expected) in result.reasoning
+
+
+def test_packets_launch_largest_first() -> None:
+    result = schedule(limits(*HIGH), Learned(), 4, "rolling", packets(5), NOW)
+    assert result.order == ["P04", "P03", "P02", "P01", "P00"]
+    assert result.estimated_wave_tokens == sum(20_000 + i for i in (4, 3, 2))  # waves 3 + 2
+
+
+def test_a_learned_cap_narrows_the_wave_and_decays_back_toward_the_limits() -> None:
+    learned = Learned(cap=2.0, updated_at=NOW)
+    assert schedule(limits(*HIGH), learned, 16, "rolling", packets(32), NOW).wave_size == 2
+    day_later = schedule(limits(*HIGH), learned, 16, "rolling", packets(32), NOW + DAY)
+    assert day_later.learned_cap == 9  # halfway from 2 back to 16
+    assert day_later.wave_size == 8  # 32 packets in four balanced waves of at most 9
+    assert schedule(limits(*HIGH), learned, 16, "rolling", packets(32), NOW + 10 * DAY).wave_size == 16
+
+
+def test_an_active_cooldown_is_carried_and_an_expired_one_is_dropped() -> None:
+    learned = Learned(cooldown_until=NOW + timedelta(seconds=90))
+    assert schedule(limits(*HIGH), learned, 4, "rolling", packets(4), NOW).cooldown_until == NOW + timedelta(
+        seconds=90)
+    assert schedule(limits(*HIGH), learned, 4, "rolling", packets(4), NOW + DAY).cooldown_until is None
+
+
+@pytest.mark.parametrize(("confidence", "oversize"), [("low", []), ("medium", ["P00"]), ("high", ["P00"])])
+def test_packets_too_big_for_the_input_bucket_are_flagged_only_when_limits_are_known(
+    confidence: str, oversize: list[str]
+) -> None:
+    result = schedule(limits(50, 30_000, 8_000, confidence), Learned(), 4, "rolling", [PacketLoad("P00", 28_000)],
+                      NOW)
+    assert result.oversize == oversize
+
+
+def test_usage_calibrates_the_run_profile_and_moves_the_physical_cap() -> None:
+    lim = limits(*MID)
+    before, _ = physical_cap(lim, 16, 60_000, Learned())
+    outcome = RunOutcome(launched=2, wave_size=2, succeeded=2, rate_limited=0,
+                         usage=[{"input_tokens": 60_000.0, "seconds": 240.0}] * 2, estimated_tokens=[60_000, 60_000])
+    after, binding = physical_cap(lim, 16, 60_000, learn(Learned(), outcome, NOW, before, DAY))
+    assert before == 13
+    assert after > before and binding == "host"
+
+
+@pytest.mark.parametrize(("cap", "wave", "rate_limited", "last_decrease", "expected"), [
+    (None, 8, 1, None, 4.0),            # first 429: halve the wave that was used
+    (8.0, 8, 3, None, 4.0),
+    (8.0, 8, 1, NOW - timedelta(seconds=30), 8.0),   # at most one decrease a minute
+    (1.0, 1, 1, None, 1.0),             # never below one
+    (4.0, 4, 0, None, 5.0),             # clean and well used: +1
+    (8.0, 2, 0, None, 8.0),             # clean but under half used: unchanged
+    (None, 4, 0, None, None),           # nothing learned yet and nothing to learn
+], ids=["first-429", "many-429", "once-a-minute", "floor", "additive-increase", "under-used", "no-signal"])
+def test_aimd(cap: float | None, wave: int, rate_limited: int, last_decrease: datetime | None,
+              expected: float | None) -> None:
+    learned = Learned(cap=cap, updated_at=NOW if cap else None, last_decrease_at=last_decrease)
+    outcome = RunOutcome(launched=wave, wave_size=wave, succeeded=wave - rate_limited, rate_limited=rate_limited)
+    assert learn(learned, outcome, NOW, 16, DAY).cap == expected
+
+
+def test_a_rate_limited_run_sets_last_429_and_cools_down_until_the_reset_or_a_minute() -> None:
+    limited = RunOutcome(launched=4, wave_size=4, succeeded=0, rate_limited=4)
+    assert learn(Learned(), limited, NOW, 16, DAY).cooldown_until == NOW + timedelta(seconds=60)
+    told = RunOutcome(launched=4, wave_size=4, succeeded=0, rate_limited=4, wait_until=NOW + timedelta(minutes=5))
+    state = learn(Learned(), told, NOW, 16, DAY)
+    assert state.cooldown_until == NOW + timedelta(minutes=5) and state.last_429_at == NOW
+
+
+def test_a_hard_stop_is_kept_until_a_clean_run() -> None:
+    stopped = learn(Learned(), RunOutcome(4, 4, 0, 4, hard_stop="spend cap"), NOW, 16, DAY)
+    assert schedule(limits(*HIGH), stopped, 4, "rolling", packets(4), NOW).blocked == "spend cap"
+    clean = learn(stopped, RunOutcome(4, 4, 4, 0), NOW + DAY, 16, DAY)
+    assert clean.hard_stop is None
+
+
+@pytest.mark.parametrize("kind", ["rolling", "whole_wave"])
+def test_the_forecast_counts_packets_waves_tokens_and_a_time_range(kind: str) -> None:
+    result = schedule(limits(*HIGH), Learned(), 4, kind, packets(10), NOW)
+    f = result.forecast
+    assert (f.packets, f.waves) == (10, 3)
+    assert f.estimated_input_tokens > sum(p.estimated_tokens for p in packets(10))
+    assert 0 < f.seconds_low < f.seconds_high
+
+
+def test_guessed_low_confidence_limits_do_not_throttle_the_host() -> None:
+    result = schedule(limits(*LOW, confidence="low"), Learned(), 16, "rolling", packets(32), NOW)
+    assert result.physical_cap == 16 and result.wave_size == 16
+
+
+@pytest.mark.parametrize(("confidence", "token_bound"), [("low", False), ("medium", True)])
+def test_the_forecast_is_held_back_by_token_rates_only_when_they_are_known(confidence: str, token_bound: bool) -> None:
+    f = schedule(limits(*LOW, confidence=confidence), Learned(), 16, "rolling", packets(16), NOW).forecast
+    by_tokens = f.estimated_input_tokens / (LOW[1] / 60)
+    assert (f.seconds_low >= int(by_tokens)) is token_bound

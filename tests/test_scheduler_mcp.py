@@ -1,0 +1,214 @@
+"""Over MCP: a throttled wave narrows the next one and sets a cooldown; clean waves widen it back."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from audit_mcp.cli import main
+from audit_mcp.config import SchedulerConfig
+from audit_mcp.pacing import pacing_settings
+from audit_mcp.probe import probe
+from audit_mcp.server import build_server
+from audit_mcp.service import AuditService
+from tests.conftest import ScriptedReviewer
+
+START = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def _call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def _plan(client: Client, run_id: str) -> dict[str, Any]:
+    result = await client.read_resource(f"audit://runs/{run_id}/dispatch-plan")
+    return json.loads(result.contents[0].text)  # type: ignore[union-attr]
+
+
+async def _clean_run(client: Client, reviewer: ScriptedReviewer, plan: dict[str, Any]) -> None:
+    for packet in plan["packets"]:
+        receipt = await _call(client, "submit_packet", {
+            "run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet),
+            "usage": {"input_tokens": 6 * packet["estimated_tokens"], "output_tokens": 3000, "api_calls": 12,
+                      "seconds": 200}})
+        assert receipt["accepted"], receipt["errors"]
+    await _call(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
+
+
+@pytest.mark.anyio
+async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n')
+    clock = FakeClock()
+    async with Client(build_server(repo, clock=clock)) as client:
+        await _call(client, "next_step", {"root": str(repo)})
+        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
+        assert step["step_kind"] == "dispatch_review"
+        assert step["forecast"]["packets"] == step["packets_outstanding"] >= 6
+        assert step["forecast"]["waves"] == len(step["waves"]) and step["forecast"]["seconds_high"] > 0
+        first = await _plan(client, step["run_id"])
+        assert first["wave_size"] == 4 and first["launch_order"] == [p["packet_id"] for p in first["packets"]]
+        before = await _call(client, "quota_status", {})
+        assert before["learned"]["last_429_at"] is None and before["forecast"]["packets"] >= 6
+
+        await _call(client, "merge_and_ingest", {"run_id": first["run_id"], "failures": [
+            {"packet_id": p["packet_id"], "error": "API Error: 429 {\"type\":\"rate_limit_error\"} retry-after: 45"}
+            for p in first["packets"]]})
+        quota = await _call(client, "quota_status", {})
+        assert quota["learned"]["last_429_at"] == "2026-11-30T12:00:00Z"
+        assert quota["learned"]["cooldown_until"] == "2026-11-30T12:00:45Z"
+        assert quota["learned"]["max_safe_concurrency"] == 2 and quota["schedule"]["wave_size"] <= 2
+        assert quota["learned_state_path"].startswith(str(repo.parent))
+
+        step = await _call(client, "next_step", {})
+        second = await _plan(client, step["run_id"])
+        assert second["wave_size"] <= 2 < first["wave_size"]
+        assert second["cooldown_until"] == "2026-11-30T12:00:45Z"
+        prompt = Path(step["prompt_path"]).read_text()
+        assert "Do not launch any subagent before 2026-11-30T12:00:45Z" in prompt
+        assert "Launch order: as listed below" in prompt and "learned cap" in prompt
+        assert step["cooldown_until"] == "2026-11-30T12:00:45Z"
+
+        clock.now = START + timedelta(minutes=10)
+        await _clean_run(client, reviewer, second)
+        quota = await _call(client, "quota_status", {})
+        assert quota["learned"]["max_safe_concurrency"] == 3 and quota["learned"]["cooldown_until"] is None
+
+        step = await _call(client, "next_step", {})
+        assert step["step_kind"] == "present_report"
+        clock.now = START + timedelta(minutes=20)
+        step = await _call(client, "next_step", {"new_audit": True})
+        third = await _plan(client, step["run_id"])
+        assert third["wave_size"] == 3 and third["cooldown_until"] is None
+        await _clean_run(client, reviewer, third)
+        quota = await _call(client, "quota_status", {})
+        assert quota["learned"]["max_safe_concurrency"] == 4 and quota["learned"]["clean_runs"] == 2
+
+
+def test_a_spend_cap_blocks_with_the_reason_instead_of_cooling_down(repo: Path) -> None:
+    service = AuditService(repo, clock=lambda: START)
+    step = service.next_step({"can_dispatch_subagents": True})
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    service.merge_and_ingest(plan["run_id"], [
+        {"packet_id": p["packet_id"], "error": "429 {\"error\": {\"message\": \"enforced_spend_limit_reached\"}}"}
+        for p in plan["packets"]])
+    blocked = service.next_step()
+    assert blocked.step_kind == "blocked" and "spend cap" in blocked.reason
+    assert service.quota().learned["hard_stop"] is not None
+
+
+def test_limits_set_in_config_shape_the_waves_and_flag_packets_that_cannot_fit(repo: Path) -> None:
+    (repo / ".audit-mcp.toml").write_text("max_packet_tokens = 60000\n[model]\nrequests_per_minute = 4000\n"
+                                          "input_tokens_per_minute = 40000\noutput_tokens_per_minute = 400000\n")
+    service = AuditService(repo, clock=lambda: START)
+    quota = service.quota()
+    assert quota.limits["input_tokens_per_minute"].confidence == "medium"
+    assert quota.packet_budget_tokens == 32_000  # packed to fit a first call into the input bucket
+    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16})
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    assert plan["wave_size"] <= 2 and "input_tokens_per_minute" in plan["schedule"]["reasoning"]
+    assert max(p["estimated_tokens"] for p in plan["packets"]) <= 32_000
+    assert plan["schedule"]["oversize_packets"] == []
+
+
+def _models_api(request: httpx.Request) -> httpx.Response:
+    assert request.headers["x-api-key"] == "sk-test"
+    return httpx.Response(200, json={"id": "claude-sonnet-4-6", "max_input_tokens": 1_000_000, "max_tokens": 64_000},
+                          headers={"anthropic-ratelimit-requests-limit": "1000",
+                                   "anthropic-ratelimit-input-tokens-limit": "450000"})
+
+
+def test_the_provider_probe_reads_context_and_rate_limit_headers() -> None:
+    transport = httpx.MockTransport(_models_api)
+    found = probe("anthropic", "claude-sonnet-4-6", "auto", START, env={"ANTHROPIC_API_KEY": "sk-test"},
+                  transport=transport)
+    assert found.limits["input_tokens_per_minute"].confidence == "high"
+    assert found.limits["requests_per_minute"].value == 1000
+    assert found.limits["context_tokens"].value == 1_000_000 and found.limits["output_tokens"].confidence == "medium"
+    assert probe("anthropic", "claude-sonnet-4-6", "auto", START, env={}, transport=transport).limits == {}
+    assert probe("anthropic", "claude-sonnet-4-6", "never", START, env={"ANTHROPIC_API_KEY": "k"}).limits == {}
+
+
+def test_quota_uses_the_probe_when_asked(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUDIT_MCP_PROBE", "force")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    service = AuditService(repo, clock=lambda: START)
+    service.probe_transport = httpx.MockTransport(_models_api)
+    quota = service.quota("claude-sonnet-4-6")
+    assert quota.limits["input_tokens_per_minute"].value == 450_000
+    assert quota.limits["input_tokens_per_minute"].confidence == "high"
+
+
+def test_the_quota_verb_shows_limits_learned_state_schedule_and_forecast(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AUDIT_MCP_ITPM", "450000")
+    monkeypatch.setenv("AUDIT_MCP_HALF_LIFE_HOURS", "6")
+    root = str(repo)
+    assert main(["next-step", "--root", root, "--host-can-dispatch-subagents", "true",
+                 "--host-max-active-subagents", "6", "--host-model", "claude-sonnet-4-6"]) == 0
+    capsys.readouterr()
+    assert main(["quota", "--root", root]) == 0
+    quota = json.loads(capsys.readouterr().out)
+    assert quota["limits"]["input_tokens_per_minute"] == {
+        "value": 450_000, "source": "environment AUDIT_MCP_ITPM", "confidence": "medium"}
+    assert quota["learned"]["half_life_hours"] == 6 and quota["learned"]["last_429_at"] is None
+    assert quota["learned"]["max_safe_concurrency"] == quota["learned"]["physical_cap"] <= 6
+    assert quota["learned_state_path"].endswith("learned.sqlite3")
+    assert 0 < quota["schedule"]["wave_size"] <= 6 and quota["schedule"]["reasoning"].startswith("wave size")
+    assert quota["forecast"]["packets"] == quota["schedule"]["packets"] > 0
+    assert quota["forecast"]["seconds_low"] < quota["forecast"]["seconds_high"]
+
+
+def test_a_bad_scheduler_setting_is_reported_not_crashed_on(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUDIT_MCP_WAVE_KIND", "sideways")
+    step = AuditService(repo).next_step({"can_dispatch_subagents": True})
+    assert step.step_kind == "blocked" and "AUDIT_MCP_WAVE_KIND" in step.reason
+
+
+@pytest.mark.parametrize(("config", "env", "client", "kind"), [
+    ({}, {}, None, "rolling"),
+    ({}, {}, "Cursor", "whole_wave"),
+    ({"wave_kind": "rolling"}, {}, "cursor", "rolling"),
+    ({"wave_kind": "rolling"}, {"AUDIT_MCP_WAVE_KIND": "whole_wave"}, None, "whole_wave"),
+], ids=["default", "cursor-waits-for-whole-waves", "config-wins-over-client", "environment-wins"])
+def test_the_host_kind_comes_from_environment_config_or_client(
+    config: dict[str, str], env: dict[str, str], client: str | None, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert pacing_settings(SchedulerConfig(**config), client).wave_kind == kind  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("model", "warned"), [
+    ("", False),
+    ("[model]\noutput_tokens = 64000\noutput_tokens_per_minute = 8000\n", True),
+], ids=["guessed-limits-warn-of-nothing", "max-tokens-above-the-output-bucket"])
+def test_packets_that_can_never_be_admitted_are_flagged_only_when_limits_are_known(
+    repo: Path, model: str, warned: bool
+) -> None:
+    (repo / ".audit-mcp.toml").write_text(model)
+    step = AuditService(repo, clock=lambda: START).next_step({"can_dispatch_subagents": True,
+                                                              "model": "claude-haiku-4-5"})
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    flagged = plan["schedule"]["oversize_packets"]
+    assert flagged == ([p["packet_id"] for p in plan["packets"]] if warned else [])
+    assert ("Warning: packet(s)" in Path(step.prompt_path).read_text()) is warned

@@ -1,0 +1,37 @@
+"""The benchmark's simulator: no simulated audit finishes before the lower bound, whatever the strategy."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from benchmarks.scheduler_sim import PRIOR_FACTORS, TIERS, Scenario, lower_bound, simulate, workload
+
+
+def _cases() -> list[Scenario]:
+    rng = random.Random(7)
+    return [Scenario(tier, rng.choice((3, 4, 6, 20)), rng.choice(("rolling", "whole_wave")),
+                     rng.choice(PRIOR_FACTORS), rng.choice(("cached", "uncached")), seed, 10)
+            for seed, tier in enumerate(list(TIERS) * 8)]
+
+
+@pytest.mark.parametrize("strategy", ["scheduler", "naive", "oracle"])
+def test_every_simulated_makespan_is_at_least_the_lower_bound(strategy: str) -> None:
+    for sc in _cases():
+        outcome = simulate(sc, strategy, warm=strategy == "scheduler")
+        assert outcome.makespan >= outcome.lower_bound * (1 - 1e-9), sc
+        assert outcome.calls > 0
+
+
+def test_the_lower_bound_is_the_longest_run_when_nothing_else_binds() -> None:
+    packets = workload(random.Random(1), 3, budget=20_000, max_tokens=4_096, cached=True)
+    bound = lower_bound(packets, (1_000_000, 10**9, 10**9), cap=20, kind="rolling")
+    assert bound == max(p.duration for p in packets)
+
+
+def test_a_whole_wave_host_waits_for_each_wave_s_slowest_packet() -> None:
+    packets = workload(random.Random(2), 6, budget=20_000, max_tokens=4_096, cached=True)
+    durations = sorted((p.duration for p in packets), reverse=True)
+    bound = lower_bound(packets, (1_000_000, 10**9, 10**9), cap=3, kind="whole_wave")
+    assert bound == pytest.approx(max(durations[0] + durations[3], sum(durations) / 3))
