@@ -84,8 +84,9 @@ def render_markdown(r: ReportInput) -> str:
                 + f" · lens: {', '.join(f.lenses)} · confidence: {f.confidence} · category: {f.category}"
                 + f" · fingerprint: `{f.fingerprint}`")
         out += [meta, "", f.description, "", _fence(f.evidence), "", f"**Recommendation:** {f.recommendation}"]
-        if f.severity_reasons:
-            out.append(f"Severity: {'; '.join(f.severity_reasons)}.")
+        if len(f.severity_reasons) > 1:
+            out.append(f"Reported {len(f.severity_reasons)} times; the severity is the highest of: "
+                       f"{'; '.join(f.severity_reasons)}.")
         if len(f.locations) > 1:
             out.append("Also reported at lines " + ", ".join(f"{a}-{b}" for a, b in f.locations[1:]) + ".")
         for rel in f.related_locations:

@@ -321,8 +321,7 @@ class PacketValidator:
         self, out: Outcome, loc: str, path: str, start: int, end: int, lines: list[str], evidence: str
     ) -> tuple[int, int]:
         matches = locate_evidence(lines, evidence)
-        near = [m for m in matches if m[1] >= start - EVIDENCE_SLACK_LINES and m[0] <= end + EVIDENCE_SLACK_LINES]
-        if near:
+        if any(start <= m[0] and m[1] <= end for m in matches):
             return start, end
         if matches:
             best = min(matches, key=lambda m: abs(m[0] - start))
