@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="print the audit report")
     _common(p)
-    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--format", choices=("md", "json", "sarif"), default="md",
+                   help="md for people, json for tools, sarif (2.1.0) for code-scanning tools")
     return parser
 
 

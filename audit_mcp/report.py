@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from audit_mcp.comparison import Comparison
 from audit_mcp.coverage import CellState
 from audit_mcp.store import Cell, FileRow
 from audit_mcp.synthesis import SEVERITY_RANK, Synthesis
@@ -32,6 +33,7 @@ class ReportInput:
     changed_since_snapshot: Sequence[str]
     runs: int
     synthesis: Synthesis
+    comparison: Comparison | None = None
 
 
 def _fence(text: str) -> str:

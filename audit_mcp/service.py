@@ -42,6 +42,7 @@ from audit_mcp.models import (
 from audit_mcp.packets import pack
 from audit_mcp.planner import Decision, Executor, Obligation, PlannerState, decide
 from audit_mcp.report import ReportInput, render_json, render_markdown
+from audit_mcp.sarif import render_sarif
 from audit_mcp.steps import StepContext, render_step
 from audit_mcp.store import AuditRow, PacketRow, RunRow, Store, Tx
 from audit_mcp.synthesis import synthesize
@@ -104,6 +105,10 @@ class AuditService:
     @property
     def report_json_path(self) -> Path:
         return self.artifacts_dir / "report" / "report.json"
+
+    @property
+    def report_sarif_path(self) -> Path:
+        return self.artifacts_dir / "report" / "report.sarif"
 
     def run_dir(self, run_id: str) -> Path:
         return self.artifacts_dir / "runs" / run_id
@@ -313,6 +318,7 @@ class AuditService:
         report = self.build_report_input()
         write_atomic(self.report_md_path, render_markdown(report))
         write_atomic(self.report_json_path, json.dumps(render_json(report), indent=2) + "\n")
+        write_atomic(self.report_sarif_path, json.dumps(render_sarif(report), indent=2) + "\n")
         now = self.now()
         with self.store.write() as tx:
             audit = self._require_audit(tx)
@@ -532,16 +538,20 @@ class AuditService:
         )
 
     def report(self, fmt: str = "md") -> str:
-        if fmt not in ("md", "json"):
-            raise ConfigError(f"unknown report format {fmt!r}; use md or json")
-        path = self.report_md_path if fmt == "md" else self.report_json_path
+        paths = {"md": self.report_md_path, "json": self.report_json_path, "sarif": self.report_sarif_path}
+        if fmt not in paths:
+            raise ConfigError(f"unknown report format {fmt!r}; use md, json or sarif")
+        path = paths[fmt]
         with self.store.read() as tx:
             synthesized = self._require_audit(tx).synthesized_at is not None
         if synthesized and path.exists():
             return path.read_text(encoding="utf-8")
         # The audit is still running (or the file is gone): a provisional report from the current state.
         report = self.build_report_input()
-        return render_markdown(report) if fmt == "md" else json.dumps(render_json(report), indent=2) + "\n"
+        if fmt == "md":
+            return render_markdown(report)
+        doc = render_json(report) if fmt == "json" else render_sarif(report)
+        return json.dumps(doc, indent=2) + "\n"
 
     def coverage(self) -> dict[str, Any]:
         with self.store.read() as tx:
