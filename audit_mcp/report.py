@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from audit_mcp.comparison import Comparison
+from audit_mcp.comparison import NEW, PERSISTING, Comparison
 from audit_mcp.coverage import CellState
 from audit_mcp.store import Cell, FileRow
-from audit_mcp.synthesis import SEVERITY_RANK, Synthesis
+from audit_mcp.synthesis import SEVERITY_RANK, Finding, Synthesis
 
 REPORT_SCHEMA_VERSION = "audit-mcp.report/1"
 
@@ -63,6 +63,11 @@ def render_markdown(r: ReportInput) -> str:
             f"{f' and {more} more' if more > 0 else ''}. Findings there may point at moved lines."
         )
     out += ["", "Findings: " + ", ".join(f"{n} {sev}" for sev, n in counts.items()) + ".", ""]
+    if r.comparison is not None:
+        c = r.comparison.counts()
+        out += [f"Compared with audit {r.comparison.baseline_audit_id}: {c['new']} new, {c['persisting']} "
+                f"persisting, {c['resolved']} resolved, {c['not_rechecked']} not rechecked (see "
+                "\"Changes since the previous audit\").", ""]
 
     out += ["## Work blocks", ""]
     if not s.blocks:
@@ -84,7 +89,8 @@ def render_markdown(r: ReportInput) -> str:
         out.append(f"### {f.finding_id} [{f.severity}] {f.title}")
         meta = (f"`{f.file}:{lines}`" + (f" in `{f.symbol}`" if f.symbol else "")
                 + f" · lens: {', '.join(f.lenses)} · confidence: {f.confidence} · category: {f.category}"
-                + f" · fingerprint: `{f.fingerprint}`")
+                + f" · fingerprint: `{f.fingerprint}`"
+                + (f" · {r.comparison.states[f.fingerprint]}" if r.comparison is not None else ""))
         out += [meta, "", f.description, "", _fence(f.evidence), "", f"**Recommendation:** {f.recommendation}"]
         if len(f.severity_reasons) > 1:
             out.append(f"Reported {len(f.severity_reasons)} times; the severity is the highest of: "
@@ -95,6 +101,8 @@ def render_markdown(r: ReportInput) -> str:
             out.append(f"- related ({rel['role']}): `{rel['file']}:{rel['start_line']}-{rel['end_line']}`")
         out.append("")
 
+    if r.comparison is not None:
+        out += _comparison_section(r.comparison)
     out += ["## Coverage", "", "| lens | " + " | ".join(s.value for s in CellState) + " |",
             "|---|" + "---|" * len(CellState)]
     for lens in r.lenses:
@@ -113,6 +121,27 @@ def render_markdown(r: ReportInput) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def _comparison_section(c: Comparison) -> list[str]:
+    out = ["## Changes since the previous audit", "",
+           f"Matched by fingerprint against audit {c.baseline_audit_id}."]
+    for label, state in (("New", NEW), ("Persisting", PERSISTING)):
+        ids = [fp for fp, st in c.states.items() if st == state]
+        out.append(f"- {label}: {len(ids)}.")
+    out.append(f"- Resolved (reviewed again, no longer reported): {len(c.resolved)}.")
+    for f in c.resolved:
+        out.append(f"  - [{f.severity}] {f.title} (`{f.file}:{f.start_line}`, fingerprint `{f.fingerprint}`)")
+    out.append(f"- Not rechecked (their file and lens were not reviewed this time): {len(c.not_rechecked)}.")
+    for f in c.not_rechecked:
+        out.append(f"  - [{f.severity}] {f.title} (`{f.file}:{f.start_line}`, fingerprint `{f.fingerprint}`)")
+    return [*out, ""]
+
+
+def _finding_json(f: Finding, comparison: Comparison | None) -> dict[str, Any]:
+    doc = f.as_json()
+    doc["baseline_state"] = comparison.states[f.fingerprint] if comparison is not None else None
+    return doc
+
+
 def render_json(r: ReportInput) -> dict[str, Any]:
     s = r.synthesis
     return {
@@ -125,7 +154,9 @@ def render_json(r: ReportInput) -> dict[str, Any]:
         "completeness": r.completeness,
         "summary": {"findings_by_severity": s.by_severity(), "work_blocks": len(s.blocks)},
         "work_blocks": [b.as_json() for b in s.blocks],
-        "findings": [f.as_json() for f in sorted(s.findings, key=lambda f: SEVERITY_RANK[f.severity])],
+        "findings": [_finding_json(f, r.comparison)
+                     for f in sorted(s.findings, key=lambda f: SEVERITY_RANK[f.severity])],
+        "comparison": r.comparison.as_json() if r.comparison is not None else None,
         "coverage": {"totals": dict(r.totals), "by_lens": {k: dict(v) for k, v in r.coverage_by_lens.items()}},
         "gaps": {
             "cells": [

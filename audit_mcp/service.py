@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp import hosts
+from audit_mcp.comparison import compare
 from audit_mcp.config import SessionConfig, load_config
 from audit_mcp.coverage import CellState, build_cells, completeness, totals
 from audit_mcp.dispatch import (
@@ -516,6 +517,13 @@ class AuditService:
             raw = tx.findings(audit.audit_id)
             runs = tx.runs(audit.audit_id)
             by_lens = tx.cell_counts_by_lens(audit.audit_id)
+            baseline = tx.previous_audit(audit.audit_id)
+            baseline_raw = tx.findings(baseline.audit_id) if baseline else []
+        synthesis = synthesize(raw)
+        comparison = None
+        if baseline is not None:
+            reviewed = {(c.path, c.lens) for c in cells if c.state in (CellState.REVIEWED, CellState.NOT_APPLICABLE)}
+            comparison = compare(synthesis, synthesize(baseline_raw), baseline.audit_id, reviewed)
         changed = []
         for f in files:
             if f.scope != "review":
@@ -534,7 +542,7 @@ class AuditService:
             coverage_by_lens=by_lens, totals=totals(counts),
             gap_cells=[c for c in cells if c.state in (CellState.FAILED, CellState.SKIPPED)],
             skipped_files=[f for f in files if f.scope == "skipped"], changed_since_snapshot=changed,
-            runs=len(runs), synthesis=synthesize(raw),
+            runs=len(runs), synthesis=synthesis, comparison=comparison,
         )
 
     def report(self, fmt: str = "md") -> str:

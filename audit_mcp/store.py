@@ -181,8 +181,18 @@ class Tx:
     # audits -----------------------------------------------------------------
     def current_audit(self) -> AuditRow | None:
         row = self.conn.execute("SELECT * FROM audits ORDER BY audit_id DESC LIMIT 1").fetchone()
-        if row is None:
-            return None
+        return None if row is None else self._audit(row)
+
+    def previous_audit(self, audit_id: int) -> AuditRow | None:
+        """The latest finished audit before ``audit_id``: the baseline a new audit is compared with."""
+        row = self.conn.execute(
+            "SELECT * FROM audits WHERE audit_id < ? AND synthesized_at IS NOT NULL ORDER BY audit_id DESC LIMIT 1",
+            (audit_id,),
+        ).fetchone()
+        return None if row is None else self._audit(row)
+
+    @staticmethod
+    def _audit(row: sqlite3.Row) -> AuditRow:
         return AuditRow(
             audit_id=row["audit_id"],
             created_at=row["created_at"],
