@@ -58,6 +58,12 @@ class ModelConfig(_Strict):
     output_tokens_per_minute: Annotated[int, Field(ge=100)] | None = None
 
 
+class AnalyzersConfig(_Strict):
+    """Static analyzers whose alerts become leads for the reviewers."""
+
+    sarif: list[str] = Field(default_factory=list, description="SARIF files, relative to the repository root.")
+
+
 class SessionConfig(_Strict):
     """Everything a user can set for the audit of one repository."""
 
@@ -74,6 +80,7 @@ class SessionConfig(_Strict):
     max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
     host: HostConfig = Field(default_factory=HostConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
+    analyzers: AnalyzersConfig = Field(default_factory=AnalyzersConfig)
 
 
 def config_path_for(root: Path, explicit: Path | None = None) -> Path:

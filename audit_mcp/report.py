@@ -34,6 +34,7 @@ class ReportInput:
     runs: int
     synthesis: Synthesis
     comparison: Comparison | None = None
+    leads: Sequence[Mapping[str, Any]] = ()
 
 
 def _fence(text: str) -> str:
@@ -103,6 +104,8 @@ def render_markdown(r: ReportInput) -> str:
 
     if r.comparison is not None:
         out += _comparison_section(r.comparison)
+    if r.leads:
+        out += _leads_section(r.leads)
     out += ["## Coverage", "", "| lens | " + " | ".join(s.value for s in CellState) + " |",
             "|---|" + "---|" * len(CellState)]
     for lens in r.lenses:
@@ -136,6 +139,20 @@ def _comparison_section(c: Comparison) -> list[str]:
     return [*out, ""]
 
 
+def _leads_section(leads: Sequence[Mapping[str, Any]]) -> list[str]:
+    statuses = [x["status"] for x in leads]
+    tools = sorted({x["tool"] for x in leads})
+    out = ["## Analyzer leads", "",
+           f"{len(leads)} alert(s) from {', '.join(tools)}, each checked by a reviewer: "
+           + ", ".join(f"{statuses.count(s)} {s}" for s in ("confirmed", "refuted", "disputed", "unchecked"))
+           + ".", "", "| lead | rule | where | status | findings | reviewer's reason |", "|---|---|---|---|---|---|"]
+    for x in leads:
+        reasons = "; ".join(f"{v['verdict']}: {v['reason']}" for v in x["verdicts"]) or "not reviewed"
+        out.append(f"| {x['lead_id']} | {x['tool']} {x['rule_id']} | `{x['file']}:{x['start_line']}` | "
+                   f"{x['status']} | {', '.join(x['findings']) or '-'} | {reasons.replace('|', '/')} |")
+    return [*out, ""]
+
+
 def _finding_json(f: Finding, comparison: Comparison | None) -> dict[str, Any]:
     doc = f.as_json()
     doc["baseline_state"] = comparison.states[f.fingerprint] if comparison is not None else None
@@ -157,6 +174,7 @@ def render_json(r: ReportInput) -> dict[str, Any]:
         "findings": [_finding_json(f, r.comparison)
                      for f in sorted(s.findings, key=lambda f: SEVERITY_RANK[f.severity])],
         "comparison": r.comparison.as_json() if r.comparison is not None else None,
+        "leads": [dict(x) for x in r.leads],
         "coverage": {"totals": dict(r.totals), "by_lens": {k: dict(v) for k, v in r.coverage_by_lens.items()}},
         "gaps": {
             "cells": [

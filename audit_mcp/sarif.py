@@ -114,7 +114,7 @@ def _location(path: str, start: int, end: int, snippet: str | None = None) -> di
                                  "region": region}}
 
 
-def _result(f: Finding, rid: str, index: int, baseline: str | None) -> dict[str, Any]:
+def _result(f: Finding, rid: str, index: int, baseline: str | None, leads: list[str]) -> dict[str, Any]:
     related = []
     for n, (a, b) in enumerate(f.locations[1:], 1):
         related.append(_location(f.file, a, b) | {"id": n, "message": {"text": "also reported here"}})
@@ -140,6 +140,8 @@ def _result(f: Finding, rid: str, index: int, baseline: str | None) -> dict[str,
         result["relatedLocations"] = related
     if baseline is not None:
         result["baselineState"] = baseline
+    if leads:
+        result["properties"]["confirmsLeads"] = leads
     return result
 
 
@@ -174,9 +176,15 @@ def render_sarif(r: ReportInput) -> dict[str, Any]:
     rules = [_rule(rid, by_rule[rid]) for rid in rule_ids]
     index = {rid: i for i, rid in enumerate(rule_ids)}
     comparison = r.comparison
+    confirmed: dict[str, list[str]] = {}
+    for lead in r.leads:
+        if lead["status"] == "confirmed":
+            for fid in lead["findings"]:
+                confirmed.setdefault(fid, []).append(f"{lead['lead_id']} {lead['tool']} {lead['rule_id']}")
     results = [
         _result(f, rule_id(f.category), index[rule_id(f.category)],
-                SARIF_BASELINE[comparison.states[f.fingerprint]] if comparison else None)
+                SARIF_BASELINE[comparison.states[f.fingerprint]] if comparison else None,
+                confirmed.get(f.finding_id, []))
         for f in findings
     ]
     run: dict[str, Any] = {

@@ -15,7 +15,7 @@ from typing import Any
 
 from audit_mcp import hosts
 from audit_mcp.comparison import compare
-from audit_mcp.config import SessionConfig, load_config
+from audit_mcp.config import AnalyzersConfig, SessionConfig, load_config
 from audit_mcp.coverage import CellState, build_cells, completeness, totals
 from audit_mcp.dispatch import (
     PacketSpec,
@@ -29,6 +29,7 @@ from audit_mcp.failures import classify, cooldown_until
 from audit_mcp.files import resolve_inside, write_atomic
 from audit_mcp.ingest import ingest_run
 from audit_mcp.intake import build_manifest
+from audit_mcp.leads import import_leads, lead_report, leads_in
 from audit_mcp.lenses import resolve_lenses
 from audit_mcp.limits import ResolvedLimits, resolve_limits
 from audit_mcp.models import (
@@ -131,17 +132,29 @@ class AuditService:
         client_name: str | None = None,
         new_audit: bool = False,
         retry_blocked: bool = False,
+        analyzer_sarif: Sequence[Path] = (),
     ) -> Step:
-        """Run every inline obligation, then return the one Step that needs the agent."""
+        """Run every inline obligation, then return the one Step that needs the agent.
+
+        ``analyzer_sarif`` adds SARIF files to the config's ``analyzers.sarif``; they are read when an
+        audit starts.
+        """
         arguments = dict(capabilities or {})
         try:
             config = self.config()
+            if analyzer_sarif:
+                # Paths from the command line are relative to the caller's directory; make them absolute.
+                sarif = [*config.analyzers.sarif, *(str(Path(p).resolve()) for p in analyzer_sarif)]
+                config = config.model_copy(update={"analyzers": AnalyzersConfig(sarif=sarif)})
             lenses = resolve_lenses(config)
         except ConfigError as exc:
             return self._write_step(self._blocked(str(exc), hosts.resolve(arguments, {}, SessionConfig().host,
                                                                            client_name)))
         with self.store.write() as tx:
             audit = tx.current_audit()
+            if analyzer_sarif and audit is not None and not new_audit:
+                raise ConfigError("analyzer SARIF files are read when an audit starts; pass them on the first "
+                                  "next-step, or with --new-audit to start a new audit")
             if audit is not None and (new_audit or retry_blocked):
                 if new_audit and audit.synthesized_at is None and tx.cells(audit.audit_id, [CellState.ASSIGNED]):
                     raise ConfigError("an audit is still in flight; finish it (or merge its run) before starting "
@@ -228,6 +241,9 @@ class AuditService:
     # inline obligations ------------------------------------------------------------
     def _intake(self, config: SessionConfig, lenses: list[str], arguments: Mapping[str, Any]) -> None:
         manifest = build_manifest(self.root, self.artifacts_dir, config)
+        in_scope = {f.path for f in manifest.in_scope}
+        sources = [self.root / p for p in config.analyzers.sarif]
+        imported = import_leads(sources, self.root, in_scope.__contains__)
         now = self.now()
         with self.store.write() as tx:
             previous = tx.current_audit()
@@ -238,10 +254,13 @@ class AuditService:
             tx.set_host_caps(audit_id, hosts.remember(arguments, previous.host_caps if previous else {}))
             tx.insert_files(audit_id, manifest.files)
             tx.insert_edges(audit_id, manifest.edges)
+            tx.insert_leads(audit_id, imported.leads)
             tx.log(
                 now=now, audit_id=audit_id, actor="engine", action="intake",
                 detail=f"{len(manifest.in_scope)} file(s) in scope, {len(manifest.files) - len(manifest.in_scope)} "
-                       f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}",
+                       f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}"
+                       + (f"; {len(imported.leads)} analyzer lead(s) imported" if config.analyzers.sarif else "")
+                       + "".join(f", {n} dropped ({why})" for why, n in sorted(imported.dropped.items())),
                 outcome="ok",
             )
 
@@ -267,6 +286,8 @@ class AuditService:
             files = {f.path: f for f in tx.files(audit.audit_id)}
             edges = tx.edges(audit.audit_id)
             pending = tx.cells(audit.audit_id, [CellState.PENDING])
+            judged = {v.lead_id for v in tx.verdicts(audit.audit_id)}
+            open_leads = [x for x in tx.leads(audit.audit_id) if x.lead_id not in judged]
             plans = pack(pending, files, edges, budget=budget, prefix_tokens=estimate_tokens(prefix))
             single = not caps.can_dispatch_subagents
             if single:
@@ -291,12 +312,14 @@ class AuditService:
                               spec.plan.tier_reason, str(spec.prompt_path)),
                     [c.task_id for c in spec.plan.cells],
                 )
+                carried = leads_in(open_leads, [(u.path, u.start_line, u.end_line) for u in spec.plan.units])
+                tx.assign_leads(spec.packet_id, [x.lead_id for x in carried])
                 for cell in spec.plan.cells:
                     tx.update_cell(audit.audit_id, cell.task_id, state=CellState.ASSIGNED, now=now,
                                    run_id=run_id, packet_id=spec.packet_id, reason=cell.reason)
                 write_atomic(spec.prompt_path, render_packet_prompt(
                     prefix=prefix, run_id=run_id, packet_id=spec.packet_id, plan=spec.plan, files=files,
-                    edges=edges, root=self.root, artifacts_dir=self.artifacts_dir,
+                    edges=edges, root=self.root, artifacts_dir=self.artifacts_dir, leads=carried,
                 ))
             write_atomic(self.plan_path(run_id), json.dumps(plan_doc, indent=2) + "\n")
             tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="dispatch",
@@ -407,8 +430,9 @@ class AuditService:
             task_ids = tx.packet_task_ids(packet_id)
             cells = list(tx.cells_by_id(run.audit_id, task_ids).values())
             previous = tx.submission(packet_id)
+            leads = tx.leads(run.audit_id, packet_id)
         validator = PacketValidator(packet_id, cells, self._read_lines,
-                                    lambda path: self._in_manifest(run.audit_id, path))
+                                    lambda path: self._in_manifest(run.audit_id, path), leads)
         outcome = validator.validate(results, usage)
         warnings = [Problem(location=w.location, message=w.message) for w in outcome.warnings]
         if not outcome.accepted:
@@ -518,6 +542,7 @@ class AuditService:
             runs = tx.runs(audit.audit_id)
             by_lens = tx.cell_counts_by_lens(audit.audit_id)
             baseline = tx.previous_audit(audit.audit_id)
+            leads, verdicts = tx.leads(audit.audit_id), tx.verdicts(audit.audit_id)
             baseline_raw = tx.findings(baseline.audit_id) if baseline else []
         synthesis = synthesize(raw)
         comparison = None
@@ -543,6 +568,8 @@ class AuditService:
             gap_cells=[c for c in cells if c.state in (CellState.FAILED, CellState.SKIPPED)],
             skipped_files=[f for f in files if f.scope == "skipped"], changed_since_snapshot=changed,
             runs=len(runs), synthesis=synthesis, comparison=comparison,
+            leads=lead_report(leads, verdicts, [(f.finding_id, f.file, f.start_line, f.end_line)
+                                                for f in synthesis.findings]),
         )
 
     def report(self, fmt: str = "md") -> str:

@@ -1,0 +1,184 @@
+"""Static-analyzer alerts become leads: carried by the packet of their file, judged by a reviewer, reported."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit_mcp.cli import main
+from audit_mcp.errors import ConfigError
+from audit_mcp.leads import Lead, Verdict, import_leads, lead_report, parse_sarif
+from audit_mcp.service import AuditService
+from tests.conftest import FIXTURES, ScriptedReviewer
+from tests.sarif_checks import github_problems, schema_errors
+
+BANDIT_SARIF = FIXTURES / "planted_app.bandit.sarif"
+_LEAD_ROW = re.compile(r"^\| (L\d{3}) \| (.+?) \| `([^`:]+):(\d+)(?:-\d+)?` \| (.*) \|$", re.M)
+
+
+def _carried(prompt: str) -> dict[str, tuple[str, int, str]]:
+    """What a reviewer reads in its prompt: lead id -> (file, line, tool and rule)."""
+    return {m[1]: (m[3], int(m[4]), m[2]) for m in _LEAD_ROW.finditer(prompt)}
+
+
+def _judging(reviewer: ScriptedReviewer, prompt: str, packet: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scripted reviewer, judging every lead: confirmed where it reports a finding, refuted elsewhere."""
+    results = reviewer.results(packet)
+    tasks = {t["task_id"]: t for t in packet["tasks"]}
+    for lead_id, (file, line, _rule) in _carried(prompt).items():
+        result = next(r for r in results if tasks[r["task_id"]]["file"] == file)
+        hit = any(f["file"] == file and f["start_line"] - 2 <= line <= f["end_line"]
+                  for r in results for f in r["findings"])
+        result.setdefault("leads", []).append({
+            "lead_id": lead_id, "verdict": "confirmed" if hit else "refuted",
+            "reason": "the flagged code is the defect reported here" if hit else "the value never reaches a sink"})
+    return results
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    code = main(list(argv))
+    out = capsys.readouterr().out
+    try:
+        return code, json.loads(out)
+    except json.JSONDecodeError:
+        return code, out
+
+
+def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the_verdicts(
+    repo: Path, reviewer: ScriptedReviewer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = str(repo)
+    code, step = _cli(capsys, "next-step", "--root", root, "--host-can-dispatch-subagents", "true",
+                      "--analyzer-sarif", str(BANDIT_SARIF))
+    assert code == 0 and step["step_kind"] == "dispatch_review", step
+    plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
+    seen: dict[str, str] = {}
+    for packet in plan["packets"]:
+        prompt = Path(packet["prompt_path"]).read_text()
+        files = {t["file"] for t in packet["tasks"]}
+        for lead_id, (file, _line, _rule) in _carried(prompt).items():
+            assert file in files, (lead_id, packet["packet_id"])
+            seen[lead_id] = file
+        if "app/db.py" in files:
+            assert "Bandit B608 (CWE-89)" in prompt
+            unjudged = tmp_path / "unjudged.json"
+            unjudged.write_text(json.dumps(reviewer.results(packet)))
+            code, receipt = _cli(capsys, "submit-packet", "--root", root, "--run-id", plan["run_id"],
+                                 "--packet-id", packet["packet_id"], "--results", str(unjudged))
+            assert code == 2
+            assert any("has no verdict" in e["message"] and "B608" in e["message"] for e in receipt["errors"])
+        answer = tmp_path / f"{packet['packet_id']}.json"
+        answer.write_text(json.dumps(_judging(reviewer, prompt, packet)))
+        code, receipt = _cli(capsys, "submit-packet", "--root", root, "--run-id", plan["run_id"],
+                             "--packet-id", packet["packet_id"], "--results", str(answer))
+        assert code == 0 and receipt["accepted"], receipt
+    assert sorted(seen.values()) == ["app/config.py", "app/db.py", "app/jobs.py"]
+    assert _cli(capsys, "merge-and-ingest", "--root", root, "--run-id", plan["run_id"])[0] == 0
+    code, step = _cli(capsys, "next-step", "--root", root)
+    assert step["step_kind"] == "present_report"
+
+    code, doc = _cli(capsys, "report", "--root", root, "--format", "json")
+    leads = {x["rule_id"]: x for x in doc["leads"]}
+    assert set(leads) == {"B105", "B608", "B110"}
+    assert {x["status"] for x in leads.values()} == {"confirmed"}
+    sqli = next(f for f in doc["findings"] if f["category"] == "CWE-89")
+    assert leads["B608"]["findings"] == [sqli["id"]] and leads["B608"]["cwes"] == ["89"]
+    code, markdown = _cli(capsys, "report", "--root", root)
+    assert "## Analyzer leads" in markdown and "3 alert(s) from Bandit, each checked by a reviewer: 3 confirmed" \
+        in markdown
+    assert re.search(rf"\| L\d{{3}} \| Bandit B608 \| `app/db.py:70` \| confirmed \| {sqli['id']} \|", markdown)
+    code, sarif = _cli(capsys, "report", "--root", root, "--format", "sarif")
+    assert schema_errors(sarif) == [] and github_problems(sarif) == []
+    result = next(r for r in sarif["runs"][0]["results"] if r["ruleId"] == "cwe-89")
+    assert result["properties"]["confirmsLeads"] == [f"{leads['B608']['lead_id']} Bandit B608"]
+
+
+def test_leads_from_bandit_run_now_match_the_committed_fixture(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "bandit.sarif"
+    bandit = Path(sys.executable).with_name("bandit")
+    done = subprocess.run([str(bandit), "-r", ".", "-f", "sarif", "-o", str(out), "-q"], cwd=repo,
+                          capture_output=True, timeout=60, check=False)
+    assert done.returncode == 1 and out.is_file(), done.stderr  # bandit exits 1 when it finds something
+    (repo / ".audit-mcp.toml").write_text(f'[analyzers]\nsarif = ["{out.as_posix()}"]\n')
+    service = AuditService(repo)
+    service.next_step({"can_dispatch_subagents": True})
+    with service.store.read() as tx:
+        audit = tx.current_audit()
+        assert audit is not None
+        live = {(x.rule_id, x.path, x.start_line) for x in tx.leads(audit.audit_id)}
+    fixture = import_leads([BANDIT_SARIF], repo, lambda _path: True).leads
+    assert live == {(x.rule_id, x.path, x.start_line) for x in fixture}
+
+
+def test_a_missing_analyzer_file_blocks_the_audit_with_a_fixable_message(repo: Path) -> None:
+    (repo / ".audit-mcp.toml").write_text('[analyzers]\nsarif = ["reports/semgrep.sarif"]\n')
+    step = AuditService(repo).next_step({"can_dispatch_subagents": True})
+    assert step.step_kind == "blocked"
+    assert "cannot read analyzer SARIF" in step.reason and "analyzers.sarif" in step.reason
+
+
+def test_verdicts_must_name_a_carried_lead_of_the_task_file_with_a_known_verdict(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    service = AuditService(repo)
+    step = service.next_step({"can_dispatch_subagents": True}, analyzer_sarif=[BANDIT_SARIF])
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    packet = next(p for p in plan["packets"] if any(t["file"] == "app/db.py" for t in p["tasks"]))
+    prompt = Path(packet["prompt_path"]).read_text()
+    results = _judging(reviewer, prompt, packet)
+    judged = next(r for r in results if r.get("leads"))
+    judged["leads"][0]["verdict"] = "maybe"
+    judged["leads"].append({"lead_id": "L999", "verdict": "refuted", "reason": "no such lead"})
+    receipt = service.submit_packet(plan["run_id"], packet["packet_id"], results)
+    messages = "\n".join(f"{e.location}: {e.message}" for e in receipt.errors)
+    assert not receipt.accepted
+    assert "/leads/0/verdict: verdict 'maybe' is not one of confirmed, refuted" in messages
+    assert "/leads/1/lead_id: lead 'L999' is not carried by packet" in messages
+    with pytest.raises(ConfigError, match="read when an audit starts"):
+        service.next_step({}, analyzer_sarif=[BANDIT_SARIF])
+
+
+def test_sarif_locations_map_to_repo_paths_and_foreign_places_are_dropped(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    doc = {"runs": [{
+        "tool": {"driver": {"name": "Semgrep", "rules": [
+            {"id": "py.eval", "defaultConfiguration": {"level": "error"},
+             "properties": {"tags": ["CWE-95: Eval Injection"]}}]}},
+        "results": [
+            {"ruleId": "py.eval", "message": {"text": "eval of `input` | bad\nsecond line"},
+             "locations": [{"physicalLocation": {"artifactLocation": {"uri": "src/a.py", "uriBaseId": "%SRCROOT%"},
+                                                 "region": {"startLine": 4}}}]},
+            {"ruleId": "py.eval", "message": {"text": "absolute"},
+             "locations": [{"physicalLocation": {"artifactLocation": {"uri": (root / "src" / "b.py").as_uri()},
+                                                 "region": {"startLine": 2, "endLine": 3}}}]},
+            {"ruleId": "py.eval", "message": {"text": "elsewhere"},
+             "locations": [{"physicalLocation": {"artifactLocation": {"uri": "../other/c.py"}}}]},
+            {"ruleId": "py.eval", "message": {"text": "vendored"},
+             "locations": [{"physicalLocation": {"artifactLocation": {"uri": "vendor/x.py"}}}]},
+            {"ruleId": "py.eval", "kind": "pass", "message": {"text": "a passing check"},
+             "locations": [{"physicalLocation": {"artifactLocation": {"uri": "src/a.py"}}}]},
+        ],
+    }]}
+    leads, dropped = parse_sarif(doc, "semgrep.sarif", root, lambda path: path.startswith("src/"))
+    assert [(x.path, x.start_line, x.end_line, x.level, x.cwes) for x in leads] == [
+        ("src/a.py", 4, 4, "error", ("95",)), ("src/b.py", 2, 3, "error", ("95",))]
+    assert "|" not in leads[0].message and "\n" not in leads[0].message and "`" not in leads[0].message
+    assert dropped == {"outside the repository": 1, "file not in scope": 1}
+
+
+def test_a_lead_is_disputed_when_reviewers_disagree_and_unchecked_without_a_verdict() -> None:
+    leads = [Lead("L001", "Bandit", "B105", "a.py", 3, 3, "note", "m"),
+             Lead("L002", "Bandit", "B110", "a.py", 9, 10, "note", "m"),
+             Lead("L003", "Bandit", "B608", "b.py", 1, 1, "warning", "m")]
+    verdicts = [Verdict("L001", "confirmed", "r", "P1", "T1"), Verdict("L001", "refuted", "r", "P1", "T2"),
+                Verdict("L002", "refuted", "r", "P1", "T1")]
+    report = lead_report(leads, verdicts, [("F001", "a.py", 8, 9)])
+    assert [(x["status"], x["findings"]) for x in report] == [
+        ("disputed", []), ("refuted", ["F001"]), ("unchecked", [])]
