@@ -71,6 +71,8 @@ def render_markdown(r: ReportInput) -> str:
                 "\"Changes since the previous audit\").", ""]
 
     out += ["## Work blocks", ""]
+    if s.blocks:
+        out += ["Units of change in the suggested order, most severe first; each names the findings it settles.", ""]
     if not s.blocks:
         out.append("No findings, so nothing to fix.")
     for b in s.blocks:

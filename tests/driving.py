@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +13,12 @@ from audit_mcp.service import AuditService
 Answer = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 
-def drive(service: AuditService, answer: Answer, *, new_audit: bool = False) -> Step:
+def drive(
+    service: AuditService, answer: Answer, *, new_audit: bool = False, analyzer_sarif: Sequence[Path] = ()
+) -> Step:
     """Follow the steps to the report: answer every packet, merge every run."""
-    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 4}, new_audit=new_audit)
+    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 4}, new_audit=new_audit,
+                             analyzer_sarif=analyzer_sarif)
     for _ in range(10):
         if step.step_kind != "dispatch_review":
             break
