@@ -7,13 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 
 from audit_mcp.cli import main
 from audit_mcp.sarif import cwe_ids, render_sarif, rule_id
+from audit_mcp.server import build_server
 from audit_mcp.service import AuditService
 from tests.conftest import ScriptedReviewer
 from tests.driving import drive
 from tests.sarif_checks import github_problems, schema_errors
+from tests.test_e2e_mcp import _read, drive_audit
 
 
 def _cli_sarif(repo: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -111,3 +114,13 @@ def test_the_github_checks_catch_what_code_scanning_rejects(repo: Path, reviewer
 def test_categories_become_rule_ids_and_cwe_tags(category: str, cwes: list[str], rid: str) -> None:
     assert cwe_ids(category) == cwes
     assert rule_id(category) == rid
+
+
+@pytest.mark.anyio
+async def test_the_sarif_and_json_reports_are_mcp_resources(repo: Path, reviewer: ScriptedReviewer) -> None:
+    async with Client(build_server(repo)) as client:
+        await drive_audit(client, reviewer, repo)
+        sarif = json.loads(await _read(client, "audit://report/sarif"))
+        report = json.loads(await _read(client, "audit://report/json"))
+    assert schema_errors(sarif) == [] and github_problems(sarif) == []
+    assert len(sarif["runs"][0]["results"]) == len(report["findings"]) == len(reviewer.reported)
