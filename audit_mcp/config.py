@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -62,6 +62,9 @@ class AnalyzersConfig(_Strict):
     """Static analyzers whose alerts become leads for the reviewers."""
 
     sarif: list[str] = Field(default_factory=list, description="SARIF files, relative to the repository root.")
+    run: list[Literal["bandit", "ruff"]] = Field(
+        default_factory=list, description="Analyzers to run over the repository when they are installed."
+    )
 
 
 class SessionConfig(_Strict):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp import hosts
+from audit_mcp.analyzers import run_analyzers
 from audit_mcp.comparison import compare
 from audit_mcp.config import AnalyzersConfig, SessionConfig, load_config
 from audit_mcp.coverage import CellState, build_cells, completeness, totals
@@ -242,7 +243,8 @@ class AuditService:
     def _intake(self, config: SessionConfig, lenses: list[str], arguments: Mapping[str, Any]) -> None:
         manifest = build_manifest(self.root, self.artifacts_dir, config)
         in_scope = {f.path for f in manifest.in_scope}
-        sources = [self.root / p for p in config.analyzers.sarif]
+        ran = run_analyzers(config.analyzers.run, self.root, self.artifacts_dir / "analyzers")
+        sources = [self.root / p for p in config.analyzers.sarif] + [r.sarif for r in ran if r.sarif is not None]
         imported = import_leads(sources, self.root, in_scope.__contains__)
         now = self.now()
         with self.store.write() as tx:
@@ -259,7 +261,8 @@ class AuditService:
                 now=now, audit_id=audit_id, actor="engine", action="intake",
                 detail=f"{len(manifest.in_scope)} file(s) in scope, {len(manifest.files) - len(manifest.in_scope)} "
                        f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}"
-                       + (f"; {len(imported.leads)} analyzer lead(s) imported" if config.analyzers.sarif else "")
+                       + (f"; {len(imported.leads)} analyzer lead(s) imported" if sources else "")
+                       + "".join(f"; {r.note}" for r in ran)
                        + "".join(f", {n} dropped ({why})" for why, n in sorted(imported.dropped.items())),
                 outcome="ok",
             )

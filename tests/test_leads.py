@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from audit_mcp.analyzers import run_analyzers
 from audit_mcp.cli import main
 from audit_mcp.errors import ConfigError
 from audit_mcp.leads import Lead, Verdict, import_leads, lead_report, parse_sarif
@@ -99,21 +99,38 @@ def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the
     assert result["properties"]["confirmsLeads"] == [f"{leads['B608']['lead_id']} Bandit B608"]
 
 
-def test_leads_from_bandit_run_now_match_the_committed_fixture(repo: Path, tmp_path: Path) -> None:
-    out = tmp_path / "bandit.sarif"
-    bandit = Path(sys.executable).with_name("bandit")
-    done = subprocess.run([str(bandit), "-r", ".", "-f", "sarif", "-o", str(out), "-q"], cwd=repo,
-                          capture_output=True, timeout=60, check=False)
-    assert done.returncode == 1 and out.is_file(), done.stderr  # bandit exits 1 when it finds something
-    (repo / ".audit-mcp.toml").write_text(f'[analyzers]\nsarif = ["{out.as_posix()}"]\n')
+def test_an_analyzer_named_in_the_config_runs_and_its_alerts_match_the_committed_fixture(repo: Path) -> None:
+    (repo / ".audit-mcp.toml").write_text('[analyzers]\nrun = ["bandit"]\n')
     service = AuditService(repo)
     service.next_step({"can_dispatch_subagents": True})
+    assert (repo / ".audit-mcp" / "analyzers" / "bandit.sarif").is_file()
     with service.store.read() as tx:
         audit = tx.current_audit()
         assert audit is not None
         live = {(x.rule_id, x.path, x.start_line) for x in tx.leads(audit.audit_id)}
+        intake = next(e for e in tx.ledger(audit.audit_id) if e["action"] == "intake")
     fixture = import_leads([BANDIT_SARIF], repo, lambda _path: True).leads
     assert live == {(x.rule_id, x.path, x.start_line) for x in fixture}
+    assert "3 analyzer lead(s) imported; bandit ran" in intake["detail"]
+
+
+class _Done:
+    def __init__(self, code: int, stderr: str = "") -> None:
+        self.returncode, self.stderr = code, stderr
+
+
+def test_an_analyzer_that_is_missing_fails_or_hangs_is_skipped_with_a_note(tmp_path: Path) -> None:
+    def runner(argv: list[str], **_kw: Any) -> _Done:
+        if "check" in argv:
+            raise subprocess.TimeoutExpired(argv, 1)
+        return _Done(2, "error: bad option")
+
+    runs = run_analyzers(["bandit", "ruff"], tmp_path, tmp_path / "out", which=lambda name: f"/bin/{name}",
+                         runner=runner)
+    assert [(r.sarif, r.note) for r in runs] == [
+        (None, "bandit failed with exit code 2 (error: bad option); skipped"), (None, "ruff ran over 300s; skipped")]
+    missing = run_analyzers(["bandit"], tmp_path, tmp_path / "out", which=lambda _name: None, runner=runner)
+    assert missing[0].note == "bandit is not installed; skipped"
 
 
 def test_a_missing_analyzer_file_blocks_the_audit_with_a_fixable_message(repo: Path) -> None:
