@@ -130,14 +130,15 @@ def _merge_into(target: Finding, raw: dict[str, Any], fp: str) -> None:
 
 
 def _same_problem(f: Finding, raw: dict[str, Any], span: tuple[int, int]) -> bool:
-    """Same file, and either the same quoted code or the same category at overlapping lines.
+    """Same file, and either the same quoted code from another lens or the same category at overlapping lines.
 
     Two lenses often name one defect differently (``CWE-89`` and ``sql-injection``) while quoting the
-    same lines; two findings quoting different code are only merged when their categories agree.
+    same lines; one lens giving two categories for the same code means two problems, and two findings
+    quoting different code are only merged when their categories agree.
     """
     if f.file != raw["file"]:
         return False
-    if normalize_evidence(f.evidence) == normalize_evidence(raw["evidence"]):
+    if raw["lens"] not in f.lenses and normalize_evidence(f.evidence) == normalize_evidence(raw["evidence"]):
         return True
     return f.category.strip().lower() == raw["category"].strip().lower() and any(
         _overlaps(span, loc) for loc in f.locations

@@ -149,8 +149,9 @@ def test_different_problems_at_the_same_lines_stay_apart() -> None:
         _raw(),
         _raw(lens="performance", category="n-plus-one-query", evidence="conn = get_connection()", start_line=68,
              end_line=68, title="Connection per call"),
+        _raw(category="CWE-209", title="Query errors leak the SQL text"),
     ])
-    assert len(s.findings) == 2
+    assert sorted(f.category for f in s.findings) == ["CWE-209", "CWE-89", "n-plus-one-query"]
 
 
 def test_a_fingerprint_ignores_line_numbers_and_reindentation_but_not_the_code() -> None:
