@@ -346,7 +346,8 @@ class PacketValidator:
         return 0, 0
 
     def _verdicts(self, out: Outcome, raw: Any, cell: Cell, status: Any, loc: str) -> list[dict[str, str]]:
-        """The task's verdicts on the analyzer leads of its file (``leads``: optional, added in 2.x)."""
+        """The task's verdicts on the analyzer leads of its file (``leads`` is optional: results without it
+        are read as before)."""
         if raw is None or raw == []:
             return []
         if not isinstance(raw, list):
@@ -382,8 +383,11 @@ class PacketValidator:
         return clean
 
     def _check_leads_answered(self, out: Outcome, results: Sequence[Any]) -> None:
-        judged = {v.get("lead_id") for item in results if isinstance(item, dict)
-                  for v in (item.get("leads") or []) if isinstance(item.get("leads"), list) and isinstance(v, dict)}
+        judged = set()
+        for item in results:
+            answers = item.get("leads") if isinstance(item, dict) else None
+            if isinstance(answers, list):
+                judged |= {v.get("lead_id") for v in answers if isinstance(v, dict)}
         reviewed_files = {self.cells[item["task_id"]].path for item in results if isinstance(item, dict)
                           and item.get("task_id") in self.cells and item.get("status") == "reviewed"}
         for lead in self.leads.values():

@@ -199,3 +199,29 @@ def test_a_lead_is_disputed_when_reviewers_disagree_and_unchecked_without_a_verd
     report = lead_report(leads, verdicts, [("F001", "a.py", 8, 9)])
     assert [(x["status"], x["findings"]) for x in report] == [
         ("disputed", []), ("refuted", ["F001"]), ("unchecked", [])]
+
+
+def test_a_lead_whose_file_could_not_be_reviewed_waits_for_the_next_run_and_judged_leads_do_not_return(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    service = AuditService(repo)
+    step = service.next_step({"can_dispatch_subagents": True}, analyzer_sarif=[BANDIT_SARIF])
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    for packet in plan["packets"]:
+        results = _judging(reviewer, Path(packet["prompt_path"]).read_text(), packet)
+        for task, result in zip(packet["tasks"], results, strict=True):
+            if task["file"] == "app/db.py":
+                result.update(status="could_not_review", reason="ran out of budget", findings=[])
+                result.pop("leads", None)
+        receipt = service.submit_packet(plan["run_id"], packet["packet_id"], results)
+        assert receipt.accepted, receipt.errors
+    service.merge_and_ingest(plan["run_id"], [])
+    step = service.next_step({})
+    assert step.step_kind == "dispatch_review" and step.run_id != plan["run_id"]
+    again = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    carried = {}
+    for packet in again["packets"]:
+        carried |= _carried(Path(packet["prompt_path"]).read_text())
+    assert [(file, rule) for file, _line, rule in carried.values()] == [("app/db.py", "Bandit B608 (CWE-89)")]
+    status = {x["rule_id"]: x["status"] for x in json.loads(service.report("json"))["leads"]}
+    assert status == {"B105": "confirmed", "B608": "unchecked", "B110": "confirmed"}
