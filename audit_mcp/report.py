@@ -45,6 +45,7 @@ def _fence(text: str) -> str:
 def render_markdown(r: ReportInput) -> str:
     s = r.synthesis
     counts = s.by_severity()
+    confirmed = confirmed_leads(r.leads)
     out = [f"# Audit report: {r.repo_name}", ""]
     out.append(
         f"**Completeness: {r.completeness}**. {r.totals.get('total', 0)} cells (file or chunk × lens), "
@@ -95,6 +96,8 @@ def render_markdown(r: ReportInput) -> str:
                 + f" · fingerprint: `{f.fingerprint}`"
                 + (f" · {r.comparison.states[f.fingerprint]}" if r.comparison is not None else ""))
         out += [meta, "", f.description, "", _fence(f.evidence), "", f"**Recommendation:** {f.recommendation}"]
+        if f.finding_id in confirmed:
+            out.append(f"Confirms analyzer lead(s): {', '.join(confirmed[f.finding_id])}.")
         if len(f.severity_reasons) > 1:
             out.append(f"Reported {len(f.severity_reasons)} times; the severity is the highest of: "
                        f"{'; '.join(f.severity_reasons)}.")
@@ -155,9 +158,20 @@ def _leads_section(leads: Sequence[Mapping[str, Any]]) -> list[str]:
     return [*out, ""]
 
 
-def _finding_json(f: Finding, comparison: Comparison | None) -> dict[str, Any]:
+def confirmed_leads(leads: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Finding id -> the confirmed leads at its lines, as "L002 Bandit B608"."""
+    out: dict[str, list[str]] = {}
+    for lead in leads:
+        if lead["status"] == "confirmed":
+            for fid in lead["findings"]:
+                out.setdefault(fid, []).append(f"{lead['lead_id']} {lead['tool']} {lead['rule_id']}")
+    return out
+
+
+def _finding_json(f: Finding, comparison: Comparison | None, confirmed: Mapping[str, list[str]]) -> dict[str, Any]:
     doc = f.as_json()
     doc["baseline_state"] = comparison.states[f.fingerprint] if comparison is not None else None
+    doc["confirms_leads"] = [x.split(" ", 1)[0] for x in confirmed.get(f.finding_id, [])]
     return doc
 
 
@@ -173,7 +187,7 @@ def render_json(r: ReportInput) -> dict[str, Any]:
         "completeness": r.completeness,
         "summary": {"findings_by_severity": s.by_severity(), "work_blocks": len(s.blocks)},
         "work_blocks": [b.as_json() for b in s.blocks],
-        "findings": [_finding_json(f, r.comparison)
+        "findings": [_finding_json(f, r.comparison, confirmed_leads(r.leads))
                      for f in sorted(s.findings, key=lambda f: SEVERITY_RANK[f.severity])],
         "comparison": r.comparison.as_json() if r.comparison is not None else None,
         "leads": [dict(x) for x in r.leads],

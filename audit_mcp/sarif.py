@@ -17,7 +17,7 @@ from typing import Any
 
 from audit_mcp import __version__
 from audit_mcp.comparison import SARIF_BASELINE
-from audit_mcp.report import ReportInput
+from audit_mcp.report import ReportInput, confirmed_leads
 from audit_mcp.synthesis import Finding
 
 SARIF_VERSION = "2.1.0"
@@ -176,11 +176,7 @@ def render_sarif(r: ReportInput) -> dict[str, Any]:
     rules = [_rule(rid, by_rule[rid]) for rid in rule_ids]
     index = {rid: i for i, rid in enumerate(rule_ids)}
     comparison = r.comparison
-    confirmed: dict[str, list[str]] = {}
-    for lead in r.leads:
-        if lead["status"] == "confirmed":
-            for fid in lead["findings"]:
-                confirmed.setdefault(fid, []).append(f"{lead['lead_id']} {lead['tool']} {lead['rule_id']}")
+    confirmed = confirmed_leads(r.leads)
     results = [
         _result(f, rule_id(f.category), index[rule_id(f.category)],
                 SARIF_BASELINE[comparison.states[f.fingerprint]] if comparison else None,

@@ -89,6 +89,7 @@ def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the
     assert {x["status"] for x in leads.values()} == {"confirmed"}
     sqli = next(f for f in doc["findings"] if f["category"] == "CWE-89")
     assert leads["B608"]["findings"] == [sqli["id"]] and leads["B608"]["cwes"] == ["89"]
+    assert sqli["confirms_leads"] == [leads["B608"]["lead_id"]]
     code, markdown = _cli(capsys, "report", "--root", root)
     assert "## Analyzer leads" in markdown and "3 alert(s) from Bandit, each checked by a reviewer: 3 confirmed" \
         in markdown
