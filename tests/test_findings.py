@@ -13,7 +13,7 @@ from audit_mcp.service import AuditService
 from audit_mcp.synthesis import fingerprint, synthesize
 from audit_mcp.validation import MAX_EVIDENCE_LINES, locate_evidence
 from tests.conftest import ScriptedReviewer, git
-from tests.driving import drive, report_json
+from tests.driving import drive, report_json, with_second_lens
 
 
 @pytest.fixture
@@ -164,28 +164,11 @@ def test_a_fingerprint_ignores_line_numbers_and_reindentation_but_not_the_code()
     assert moved == synthesize([_raw(evidence=evidence)]).findings[0].fingerprint == fp
 
 
-def _with_second_lens(reviewer: ScriptedReviewer) -> Any:
-    """The scripted reviewer, plus a correctness reviewer that reports the SQL injection under its own name."""
-    sqli = next(i for i in reviewer.issues if i["id"] == "sqli-user-lookup")
-
-    def answer(packet: dict[str, Any]) -> list[dict[str, Any]]:
-        results = reviewer.results(packet)
-        for task, result in zip(packet["tasks"], results, strict=True):
-            if task["file"] == "app/db.py" and task["lens"] == "correctness":
-                extra = {k: sqli[k] for k in ("confidence", "file", "start_line", "end_line", "evidence",
-                                              "description", "recommendation")}
-                result["findings"].append(extra | {"title": "Username interpolated into SQL text",
-                                                   "category": "query-construction", "severity": "high"})
-        return results
-
-    return answer
-
-
 def test_an_audit_reports_a_problem_two_lenses_found_once_with_both(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
     service = AuditService(repo)
-    drive(service, _with_second_lens(reviewer))
+    drive(service, with_second_lens(reviewer))
     doc = report_json(service)
     sqli = [f for f in doc["findings"] if f["file"] == "app/db.py" and f["start_line"] == 69]
     assert len(sqli) == 1

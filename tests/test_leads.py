@@ -16,31 +16,10 @@ from audit_mcp.errors import ConfigError
 from audit_mcp.leads import Lead, Verdict, import_leads, lead_report, parse_sarif
 from audit_mcp.service import AuditService
 from tests.conftest import FIXTURES, ScriptedReviewer
+from tests.driving import carried, judging
 from tests.sarif_checks import github_problems, schema_errors
 
 BANDIT_SARIF = FIXTURES / "planted_app.bandit.sarif"
-_LEAD_ROW = re.compile(r"^\| (L\d{3}) \| (.+?) \| `([^`:]+):(\d+)(?:-\d+)?` \| (.*) \|$", re.M)
-
-
-def _carried(prompt: str) -> dict[str, tuple[str, int, str]]:
-    """What a reviewer reads in its prompt: lead id -> (file, line, tool and rule)."""
-    return {m[1]: (m[3], int(m[4]), m[2]) for m in _LEAD_ROW.finditer(prompt)}
-
-
-def _judging(reviewer: ScriptedReviewer, prompt: str, packet: dict[str, Any]) -> list[dict[str, Any]]:
-    """The scripted reviewer, judging every lead: confirmed where it reports a finding, refuted elsewhere."""
-    results = reviewer.results(packet)
-    tasks = {t["task_id"]: t for t in packet["tasks"]}
-    for lead_id, (file, line, _rule) in _carried(prompt).items():
-        result = next(r for r in results if tasks[r["task_id"]]["file"] == file)
-        hit = any(f["file"] == file and f["start_line"] - 2 <= line <= f["end_line"]
-                  for r in results for f in r["findings"])
-        result.setdefault("leads", []).append({
-            "lead_id": lead_id, "verdict": "confirmed" if hit else "refuted",
-            "reason": "the flagged code is the defect reported here" if hit else "the value never reaches a sink"})
-    return results
-
-
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
     code = main(list(argv))
     out = capsys.readouterr().out
@@ -62,7 +41,7 @@ def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the
     for packet in plan["packets"]:
         prompt = Path(packet["prompt_path"]).read_text()
         files = {t["file"] for t in packet["tasks"]}
-        for lead_id, (file, _line, _rule) in _carried(prompt).items():
+        for lead_id, (file, _line, _rule) in carried(prompt).items():
             assert file in files, (lead_id, packet["packet_id"])
             seen[lead_id] = file
         if "app/db.py" in files:
@@ -74,7 +53,7 @@ def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the
             assert code == 2
             assert any("has no verdict" in e["message"] and "B608" in e["message"] for e in receipt["errors"])
         answer = tmp_path / f"{packet['packet_id']}.json"
-        answer.write_text(json.dumps(_judging(reviewer, prompt, packet)))
+        answer.write_text(json.dumps(judging(reviewer, prompt, packet)))
         code, receipt = _cli(capsys, "submit-packet", "--root", root, "--run-id", plan["run_id"],
                              "--packet-id", packet["packet_id"], "--results", str(answer))
         assert code == 0 and receipt["accepted"], receipt
@@ -149,7 +128,7 @@ def test_verdicts_must_name_a_carried_lead_of_the_task_file_with_a_known_verdict
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     packet = next(p for p in plan["packets"] if any(t["file"] == "app/db.py" for t in p["tasks"]))
     prompt = Path(packet["prompt_path"]).read_text()
-    results = _judging(reviewer, prompt, packet)
+    results = judging(reviewer, prompt, packet)
     judged = next(r for r in results if r.get("leads"))
     judged["leads"][0]["verdict"] = "maybe"
     judged["leads"].append({"lead_id": "L999", "verdict": "refuted", "reason": "no such lead"})
@@ -209,7 +188,7 @@ def test_a_lead_whose_file_could_not_be_reviewed_waits_for_the_next_run_and_judg
     step = service.next_step({"can_dispatch_subagents": True}, analyzer_sarif=[BANDIT_SARIF])
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     for packet in plan["packets"]:
-        results = _judging(reviewer, Path(packet["prompt_path"]).read_text(), packet)
+        results = judging(reviewer, Path(packet["prompt_path"]).read_text(), packet)
         for task, result in zip(packet["tasks"], results, strict=True):
             if task["file"] == "app/db.py":
                 result.update(status="could_not_review", reason="ran out of budget", findings=[])
@@ -220,9 +199,9 @@ def test_a_lead_whose_file_could_not_be_reviewed_waits_for_the_next_run_and_judg
     step = service.next_step({})
     assert step.step_kind == "dispatch_review" and step.run_id != plan["run_id"]
     again = json.loads(Path(step.artifact_paths["plan"]).read_text())
-    carried = {}
+    leads: dict[str, tuple[str, int, str]] = {}
     for packet in again["packets"]:
-        carried |= _carried(Path(packet["prompt_path"]).read_text())
-    assert [(file, rule) for file, _line, rule in carried.values()] == [("app/db.py", "Bandit B608 (CWE-89)")]
+        leads |= carried(Path(packet["prompt_path"]).read_text())
+    assert [(file, rule) for file, _line, rule in leads.values()] == [("app/db.py", "Bandit B608 (CWE-89)")]
     status = {x["rule_id"]: x["status"] for x in json.loads(service.report("json"))["leads"]}
     assert status == {"B105": "confirmed", "B608": "unchecked", "B110": "confirmed"}

@@ -12,9 +12,7 @@ from pathlib import Path
 
 from audit_mcp.service import AuditService
 from tests.conftest import FIXTURES, ScriptedReviewer
-from tests.driving import drive
-from tests.test_findings import _with_second_lens
-from tests.test_leads import _judging
+from tests.driving import drive, judging_with_second_lens
 
 SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "report_planted_app.md"
 
@@ -28,18 +26,7 @@ def _normalise(markdown: str, repo: Path) -> str:
 
 def test_the_markdown_report_of_the_fixture_matches_its_snapshot(repo: Path, reviewer: ScriptedReviewer) -> None:
     service = AuditService(repo, clock=lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
-    two_lenses = _with_second_lens(reviewer)
-
-    def answer(packet: dict[str, object]) -> list[dict[str, object]]:
-        prompt = Path(str(packet["prompt_path"])).read_text()
-        judged = {r["task_id"]: r.get("leads") for r in _judging(reviewer, prompt, packet)}
-        results = two_lenses(packet)
-        for result in results:
-            if judged.get(result["task_id"]):
-                result["leads"] = judged[result["task_id"]]
-        return results
-
-    drive(service, answer, analyzer_sarif=[FIXTURES / "planted_app.bandit.sarif"])
+    drive(service, judging_with_second_lens(reviewer), analyzer_sarif=[FIXTURES / "planted_app.bandit.sarif"])
     rendered = _normalise(service.report("md"), repo)
     if os.environ.get("AUDIT_MCP_UPDATE_SNAPSHOTS") == "1":
         SNAPSHOT.write_text(rendered)
