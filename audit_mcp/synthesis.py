@@ -77,10 +77,11 @@ class WorkBlock:
     effort: str
     finding_ids: list[str]
     files: list[str]
+    order: int
 
     def as_json(self) -> dict[str, Any]:
-        return {"id": self.block_id, "title": self.title, "severity": self.severity, "effort": self.effort,
-                "findings": self.finding_ids, "files": self.files}
+        return {"id": self.block_id, "order": self.order, "title": self.title, "severity": self.severity,
+                "effort": self.effort, "findings": self.finding_ids, "files": self.files}
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,6 @@ def _blocks(findings: Sequence[Finding]) -> list[WorkBlock]:
         blocks.append((severity, -len(members), category, directory, title, effort, members, files))
     blocks.sort(key=lambda b: (SEVERITY_RANK[b[0]], b[1], b[2], b[3]))
     return [
-        WorkBlock(f"W{i:02d}", title, severity, effort, [m.finding_id for m in members], files)
+        WorkBlock(f"W{i:02d}", title, severity, effort, [m.finding_id for m in members], files, i)
         for i, (severity, _n, _c, _d, title, effort, members, files) in enumerate(blocks, 1)
     ]
