@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audit_mcp.files import inside
+
 TIMEOUT_SECONDS = 300
 
 # name -> (argument list after the executable, given the output path; exit codes that mean "ran").
@@ -54,6 +56,11 @@ def run_analyzers(
         exe = which(name)
         if exe is None:
             runs.append(AnalyzerRun(name, None, f"{name} is not installed; skipped"))
+            continue
+        if inside(root, Path(exe)):
+            # The code under audit is untrusted: never run a program it ships (e.g. "." on PATH).
+            runs.append(AnalyzerRun(name, None, f"{name} resolves to {exe}, inside the audited repository; "
+                                    "refused"))
             continue
         args, ok_codes = COMMANDS[name]
         out = out_dir / f"{name}.sarif"
