@@ -191,3 +191,17 @@ def test_a_fingerprint_survives_lines_inserted_above_the_finding(repo: Path, rev
     sqli = next(f for f in after if f["category"] == "CWE-89")
     assert sqli["start_line"] == 73
     assert {f["category"]: f["fingerprint"] for f in after} == before
+
+
+def test_work_blocks_group_by_category_and_module_in_severity_order_with_an_effort_hint() -> None:
+    s = synthesize([
+        _raw(file="app/a.py", category="CWE-22", severity="medium", evidence="open(os.path.join(base, name))"),
+        _raw(file="app/b.py", category="CWE-22", severity="high", evidence="send_file(request.args['p'])"),
+        _raw(file="web/x.js", category="CWE-79", severity="critical", evidence="el.innerHTML = note.title"),
+    ])
+    blocks = [b.as_json() for b in s.blocks]
+    assert [(b["order"], b["severity"], b["effort"], len(b["findings"])) for b in blocks] == [
+        (1, "critical", "small", 1), (2, "high", "medium", 2)]
+    assert blocks[1]["title"] == "CWE-22: 2 findings in app/" and blocks[1]["files"] == ["app/a.py", "app/b.py"]
+    by_id = {f.finding_id: f for f in s.findings}
+    assert [by_id[i].severity for i in blocks[1]["findings"]] == ["high", "medium"]
