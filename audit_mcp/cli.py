@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host-model", metavar="MODEL")
     p.add_argument("--new-audit", action="store_true", help="start a fresh audit after a finished one")
     p.add_argument("--retry-blocked", action="store_true", help="clear a blocker whose cause is fixed")
+    p.add_argument("--analyzer-sarif", action="append", type=Path, default=[], metavar="FILE",
+                   help="SARIF of a static analyzer whose alerts become leads for the reviewers (repeatable; "
+                        "read when an audit starts)")
 
     p = sub.add_parser("submit-packet", help="submit one packet's results (exit 2 when refused)")
     _common(p)
@@ -86,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="print the audit report")
     _common(p)
-    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--format", choices=("md", "json", "sarif"), default="md",
+                   help="md for people, json for tools, sarif (2.1.0) for code-scanning tools")
 
     p = sub.add_parser("run", help="headless audit: launch a worker command per packet until the report is written")
     _common(p)
@@ -208,6 +212,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                 new_audit=args.new_audit,
                 retry_blocked=args.retry_blocked,
                 progress=bar,
+                analyzer_sarif=args.analyzer_sarif,
             )
             bar.close()
             _emit(step)

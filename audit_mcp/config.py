@@ -64,6 +64,13 @@ class SchedulerConfig(_Strict):
     half_life_hours: Annotated[float, Field(gt=0, le=24 * 365)] = 24.0
     wave_kind: Literal["rolling", "whole_wave"] | None = None
     probe: Literal["never", "auto", "force"] = "never"
+class AnalyzersConfig(_Strict):
+    """Static analyzers whose alerts become leads for the reviewers."""
+
+    sarif: list[str] = Field(default_factory=list, description="SARIF files, relative to the repository root.")
+    run: list[Literal["bandit", "ruff"]] = Field(
+        default_factory=list, description="Analyzers to run over the repository when they are installed."
+    )
 
 
 class SessionConfig(_Strict):
@@ -83,6 +90,7 @@ class SessionConfig(_Strict):
     host: HostConfig = Field(default_factory=HostConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    analyzers: AnalyzersConfig = Field(default_factory=AnalyzersConfig)
 
 
 def config_path_for(root: Path, explicit: Path | None = None) -> Path:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audit_mcp.leads import Lead, render_leads
 from audit_mcp.lenses import Lens
 from audit_mcp.limits import balanced_waves
 from audit_mcp.packets import PacketPlan
@@ -119,6 +120,7 @@ def render_packet_prompt(
     edges: Sequence[tuple[str, str]],
     root: Path,
     artifacts_dir: Path,
+    leads: Sequence[Lead] = (),
 ) -> str:
     cells = plan.cells
     file_table, chunk_notes = _file_table(plan, files)
@@ -139,6 +141,7 @@ def render_packet_prompt(
         file_table=file_table,
         chunk_notes=chunk_notes,
         import_context=_import_context(plan, edges),
+        analyzer_leads=render_leads(leads),
         previous_attempt=_previous(cells),
         results_skeleton=_skeleton(cells),
         results_path=str(results_path),

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from audit_mcp.coverage import CellState
 from audit_mcp.failures import NOT_SUBMITTED, classify
+from audit_mcp.leads import Verdict
 from audit_mcp.models import RequeuedTask
 from audit_mcp.store import Cell, PacketRow, RunRow, Tx
 
@@ -50,6 +51,9 @@ def ingest_run(
                 out.covered += 1
                 for finding in result["findings"]:
                     tx.insert_finding(audit_id, run.run_id, packet.packet_id, cell.task_id, cell.lens, finding)
+                for answer in result.get("leads", []):
+                    tx.insert_verdict(audit_id, Verdict(answer["lead_id"], answer["verdict"], answer["reason"],
+                                                        packet.packet_id, cell.task_id))
             continue
         out.failed += 1
         text = reported.get(packet.packet_id, NOT_SUBMITTED)

@@ -119,4 +119,31 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    (
+        "0004_findings",
+        """
+        CREATE TABLE leads (
+            audit_id INTEGER NOT NULL,
+            lead_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            payload TEXT NOT NULL,
+            PRIMARY KEY (audit_id, lead_id)
+        );
+        CREATE TABLE packet_leads (
+            packet_id TEXT NOT NULL,
+            lead_id TEXT NOT NULL,
+            PRIMARY KEY (packet_id, lead_id)
+        );
+        CREATE TABLE lead_verdicts (
+            audit_id INTEGER NOT NULL,
+            lead_id TEXT NOT NULL,
+            packet_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            PRIMARY KEY (audit_id, lead_id, packet_id, task_id)
+        );
+        """,
+    ),
 )

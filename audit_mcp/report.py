@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from audit_mcp.comparison import NEW, PERSISTING, Comparison
 from audit_mcp.coverage import CellState
 from audit_mcp.store import Cell, FileRow
-from audit_mcp.synthesis import SEVERITY_RANK, Synthesis
+from audit_mcp.synthesis import SEVERITY_RANK, Finding, Synthesis
 
 REPORT_SCHEMA_VERSION = "audit-mcp.report/1"
 
@@ -32,6 +33,8 @@ class ReportInput:
     changed_since_snapshot: Sequence[str]
     runs: int
     synthesis: Synthesis
+    comparison: Comparison | None = None
+    leads: Sequence[Mapping[str, Any]] = ()
 
 
 def _fence(text: str) -> str:
@@ -42,6 +45,7 @@ def _fence(text: str) -> str:
 def render_markdown(r: ReportInput) -> str:
     s = r.synthesis
     counts = s.by_severity()
+    confirmed = confirmed_leads(r.leads)
     out = [f"# Audit report: {r.repo_name}", ""]
     out.append(
         f"**Completeness: {r.completeness}**. {r.totals.get('total', 0)} cells (file or chunk × lens), "
@@ -61,8 +65,15 @@ def render_markdown(r: ReportInput) -> str:
             f"{f' and {more} more' if more > 0 else ''}. Findings there may point at moved lines."
         )
     out += ["", "Findings: " + ", ".join(f"{n} {sev}" for sev, n in counts.items()) + ".", ""]
+    if r.comparison is not None:
+        c = r.comparison.counts()
+        out += [f"Compared with audit {r.comparison.baseline_audit_id}: {c['new']} new, {c['persisting']} "
+                f"persisting, {c['resolved']} resolved, {c['not_rechecked']} not rechecked (see "
+                "\"Changes since the previous audit\").", ""]
 
     out += ["## Work blocks", ""]
+    if s.blocks:
+        out += ["Units of change in the suggested order, most severe first; each names the findings it settles.", ""]
     if not s.blocks:
         out.append("No findings, so nothing to fix.")
     for b in s.blocks:
@@ -82,16 +93,24 @@ def render_markdown(r: ReportInput) -> str:
         out.append(f"### {f.finding_id} [{f.severity}] {f.title}")
         meta = (f"`{f.file}:{lines}`" + (f" in `{f.symbol}`" if f.symbol else "")
                 + f" · lens: {', '.join(f.lenses)} · confidence: {f.confidence} · category: {f.category}"
-                + f" · fingerprint: `{f.fingerprint}`")
+                + f" · fingerprint: `{f.fingerprint}`"
+                + (f" · {r.comparison.states[f.fingerprint]}" if r.comparison is not None else ""))
         out += [meta, "", f.description, "", _fence(f.evidence), "", f"**Recommendation:** {f.recommendation}"]
-        if f.severity_reasons:
-            out.append(f"Severity: {'; '.join(f.severity_reasons)}.")
+        if f.finding_id in confirmed:
+            out.append(f"Confirms analyzer lead(s): {', '.join(confirmed[f.finding_id])}.")
+        if len(f.severity_reasons) > 1:
+            out.append(f"Reported {len(f.severity_reasons)} times; the severity is the highest of: "
+                       f"{'; '.join(f.severity_reasons)}.")
         if len(f.locations) > 1:
             out.append("Also reported at lines " + ", ".join(f"{a}-{b}" for a, b in f.locations[1:]) + ".")
         for rel in f.related_locations:
             out.append(f"- related ({rel['role']}): `{rel['file']}:{rel['start_line']}-{rel['end_line']}`")
         out.append("")
 
+    if r.comparison is not None:
+        out += _comparison_section(r.comparison)
+    if r.leads:
+        out += _leads_section(r.leads)
     out += ["## Coverage", "", "| lens | " + " | ".join(s.value for s in CellState) + " |",
             "|---|" + "---|" * len(CellState)]
     for lens in r.lenses:
@@ -110,6 +129,52 @@ def render_markdown(r: ReportInput) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def _comparison_section(c: Comparison) -> list[str]:
+    out = ["## Changes since the previous audit", "",
+           f"Matched by fingerprint against audit {c.baseline_audit_id}."]
+    for label, state in (("New", NEW), ("Persisting", PERSISTING)):
+        ids = [fp for fp, st in c.states.items() if st == state]
+        out.append(f"- {label}: {len(ids)}.")
+    out.append(f"- Resolved (reviewed again, no longer reported): {len(c.resolved)}.")
+    for f in c.resolved:
+        out.append(f"  - [{f.severity}] {f.title} (`{f.file}:{f.start_line}`, fingerprint `{f.fingerprint}`)")
+    out.append(f"- Not rechecked (their file and lens were not reviewed this time): {len(c.not_rechecked)}.")
+    for f in c.not_rechecked:
+        out.append(f"  - [{f.severity}] {f.title} (`{f.file}:{f.start_line}`, fingerprint `{f.fingerprint}`)")
+    return [*out, ""]
+
+
+def _leads_section(leads: Sequence[Mapping[str, Any]]) -> list[str]:
+    statuses = [x["status"] for x in leads]
+    tools = sorted({x["tool"] for x in leads})
+    out = ["## Analyzer leads", "",
+           f"{len(leads)} alert(s) from {', '.join(tools)}, each checked by a reviewer: "
+           + ", ".join(f"{statuses.count(s)} {s}" for s in ("confirmed", "refuted", "disputed", "unchecked"))
+           + ".", "", "| lead | rule | where | status | findings | reviewer's reason |", "|---|---|---|---|---|---|"]
+    for x in leads:
+        reasons = "; ".join(f"{v['verdict']}: {v['reason']}" for v in x["verdicts"]) or "not reviewed"
+        out.append(f"| {x['lead_id']} | {x['tool']} {x['rule_id']} | `{x['file']}:{x['start_line']}` | "
+                   f"{x['status']} | {', '.join(x['findings']) or '-'} | {reasons.replace('|', '/')} |")
+    return [*out, ""]
+
+
+def confirmed_leads(leads: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Finding id -> the confirmed leads at its lines, as "L002 Bandit B608"."""
+    out: dict[str, list[str]] = {}
+    for lead in leads:
+        if lead["status"] == "confirmed":
+            for fid in lead["findings"]:
+                out.setdefault(fid, []).append(f"{lead['lead_id']} {lead['tool']} {lead['rule_id']}")
+    return out
+
+
+def _finding_json(f: Finding, comparison: Comparison | None, confirmed: Mapping[str, list[str]]) -> dict[str, Any]:
+    doc = f.as_json()
+    doc["baseline_state"] = comparison.states[f.fingerprint] if comparison is not None else None
+    doc["confirms_leads"] = [x.split(" ", 1)[0] for x in confirmed.get(f.finding_id, [])]
+    return doc
+
+
 def render_json(r: ReportInput) -> dict[str, Any]:
     s = r.synthesis
     return {
@@ -122,7 +187,10 @@ def render_json(r: ReportInput) -> dict[str, Any]:
         "completeness": r.completeness,
         "summary": {"findings_by_severity": s.by_severity(), "work_blocks": len(s.blocks)},
         "work_blocks": [b.as_json() for b in s.blocks],
-        "findings": [f.as_json() for f in sorted(s.findings, key=lambda f: SEVERITY_RANK[f.severity])],
+        "findings": [_finding_json(f, r.comparison, confirmed_leads(r.leads))
+                     for f in sorted(s.findings, key=lambda f: SEVERITY_RANK[f.severity])],
+        "comparison": r.comparison.as_json() if r.comparison is not None else None,
+        "leads": [dict(x) for x in r.leads],
         "coverage": {"totals": dict(r.totals), "by_lens": {k: dict(v) for k, v in r.coverage_by_lens.items()}},
         "gaps": {
             "cells": [

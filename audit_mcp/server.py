@@ -261,6 +261,22 @@ def build_server(
         except NotFoundError as exc:
             raise ResourceNotFoundError(str(exc)) from exc
 
+    @server.resource("audit://report/json", mime_type="application/json", title="Audit report (JSON)")
+    def report_json() -> str:
+        """The audit report as JSON (its fields are listed in the README)."""
+        try:
+            return current().report("json")
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+
+    @server.resource("audit://report/sarif", mime_type="application/sarif+json", title="Audit report (SARIF)")
+    def report_sarif() -> str:
+        """The audit report as SARIF 2.1.0, for code-scanning tools."""
+        try:
+            return current().report("sarif")
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+
     @server.resource("audit://coverage", mime_type="application/json", title="Coverage summary")
     def coverage() -> str:
         """Coverage totals by state and lens, and the audit's completeness."""

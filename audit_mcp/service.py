@@ -16,7 +16,9 @@ from typing import Any
 import httpx
 
 from audit_mcp import hosts
-from audit_mcp.config import SessionConfig, load_config
+from audit_mcp.analyzers import run_analyzers
+from audit_mcp.comparison import compare
+from audit_mcp.config import AnalyzersConfig, SessionConfig, load_config
 from audit_mcp.coverage import CellState, build_cells, completeness, totals
 from audit_mcp.dispatch import (
     TIER_ORDER,
@@ -31,6 +33,7 @@ from audit_mcp.failures import classify, cooldown_until
 from audit_mcp.files import resolve_inside, write_atomic
 from audit_mcp.ingest import ingest_run
 from audit_mcp.intake import build_manifest
+from audit_mcp.leads import import_leads, lead_report, leads_in
 from audit_mcp.learned import LearnedStore, state_key
 from audit_mcp.lenses import resolve_lenses
 from audit_mcp.limits import ResolvedLimits, resolve_limits
@@ -48,6 +51,7 @@ from audit_mcp.packets import pack
 from audit_mcp.planner import Decision, Executor, Obligation, PlannerState, decide
 from audit_mcp.progress import Progress, tell
 from audit_mcp.report import ReportInput, render_json, render_markdown
+from audit_mcp.sarif import render_sarif
 from audit_mcp.scheduler import Learned, PacketLoad, RunOutcome, admissible_tokens, learn, schedule
 from audit_mcp.steps import StepContext, render_step
 from audit_mcp.store import AuditRow, PacketRow, RunRow, Store, Tx
@@ -124,6 +128,10 @@ class AuditService:
     def report_json_path(self) -> Path:
         return self.artifacts_dir / "report" / "report.json"
 
+    @property
+    def report_sarif_path(self) -> Path:
+        return self.artifacts_dir / "report" / "report.sarif"
+
     def run_dir(self, run_id: str) -> Path:
         return self.artifacts_dir / "runs" / run_id
 
@@ -145,17 +153,29 @@ class AuditService:
         new_audit: bool = False,
         retry_blocked: bool = False,
         progress: Progress | None = None,
+        analyzer_sarif: Sequence[Path] = (),
     ) -> Step:
-        """Run every inline obligation, then return the one Step that needs the agent."""
+        """Run every inline obligation, then return the one Step that needs the agent.
+
+        ``analyzer_sarif`` adds SARIF files to the config's ``analyzers.sarif``; they are read when an
+        audit starts.
+        """
         arguments = dict(capabilities or {})
         try:
             config = self.config()
+            if analyzer_sarif:
+                # Paths from the command line are relative to the caller's directory; make them absolute.
+                sarif = [*config.analyzers.sarif, *(str(Path(p).resolve()) for p in analyzer_sarif)]
+                config = config.model_copy(update={"analyzers": AnalyzersConfig(sarif=sarif)})
             lenses = resolve_lenses(config)
         except ConfigError as exc:
             return self._write_step(self._blocked(str(exc), hosts.resolve(arguments, {}, SessionConfig().host,
                                                                            client_name)))
         with self.store.write() as tx:
             audit = tx.current_audit()
+            if analyzer_sarif and audit is not None and not new_audit:
+                raise ConfigError("analyzer SARIF files are read when an audit starts; pass them on the first "
+                                  "next-step, or with --new-audit to start a new audit")
             if audit is not None and (new_audit or retry_blocked):
                 if new_audit and audit.synthesized_at is None and tx.cells(audit.audit_id, [CellState.ASSIGNED]):
                     raise ConfigError("an audit is still in flight; finish it (or merge its run) before starting "
@@ -245,6 +265,10 @@ class AuditService:
     # inline obligations ------------------------------------------------------------
     def _intake(self, config: SessionConfig, lenses: list[str], arguments: Mapping[str, Any]) -> None:
         manifest = build_manifest(self.root, self.artifacts_dir, config)
+        in_scope = {f.path for f in manifest.in_scope}
+        ran = run_analyzers(config.analyzers.run, self.root, self.artifacts_dir / "analyzers")
+        sources = [self.root / p for p in config.analyzers.sarif] + [r.sarif for r in ran if r.sarif is not None]
+        imported = import_leads(sources, self.root, in_scope.__contains__)
         now = self.now()
         with self.store.write() as tx:
             previous = tx.current_audit()
@@ -255,10 +279,14 @@ class AuditService:
             tx.set_host_caps(audit_id, hosts.remember(arguments, previous.host_caps if previous else {}))
             tx.insert_files(audit_id, manifest.files)
             tx.insert_edges(audit_id, manifest.edges)
+            tx.insert_leads(audit_id, imported.leads)
             tx.log(
                 now=now, audit_id=audit_id, actor="engine", action="intake",
                 detail=f"{len(manifest.in_scope)} file(s) in scope, {len(manifest.files) - len(manifest.in_scope)} "
-                       f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}",
+                       f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}"
+                       + (f"; {len(imported.leads)} analyzer lead(s) imported" if sources else "")
+                       + "".join(f"; {r.note}" for r in ran)
+                       + "".join(f", {n} dropped ({why})" for why, n in sorted(imported.dropped.items())),
                 outcome="ok",
             )
 
@@ -297,6 +325,8 @@ class AuditService:
             files = {f.path: f for f in tx.files(audit.audit_id)}
             edges = tx.edges(audit.audit_id)
             pending = tx.cells(audit.audit_id, [CellState.PENDING])
+            judged = {v.lead_id for v in tx.verdicts(audit.audit_id)}
+            open_leads = [x for x in tx.leads(audit.audit_id) if x.lead_id not in judged]
             plans = pack(pending, files, edges, budget=budget, prefix_tokens=estimate_tokens(prefix))
             single = not caps.can_dispatch_subagents
             if single:
@@ -326,12 +356,14 @@ class AuditService:
                               spec.plan.tier_reason, str(spec.prompt_path)),
                     [c.task_id for c in spec.plan.cells],
                 )
+                carried = leads_in(open_leads, [(u.path, u.start_line, u.end_line) for u in spec.plan.units])
+                tx.assign_leads(spec.packet_id, [x.lead_id for x in carried])
                 for cell in spec.plan.cells:
                     tx.update_cell(audit.audit_id, cell.task_id, state=CellState.ASSIGNED, now=now,
                                    run_id=run_id, packet_id=spec.packet_id, reason=cell.reason)
                 write_atomic(spec.prompt_path, render_packet_prompt(
                     prefix=prefix, run_id=run_id, packet_id=spec.packet_id, plan=spec.plan, files=files,
-                    edges=edges, root=self.root, artifacts_dir=self.artifacts_dir,
+                    edges=edges, root=self.root, artifacts_dir=self.artifacts_dir, leads=carried,
                 ))
             write_atomic(self.plan_path(run_id), json.dumps(plan_doc, indent=2) + "\n")
             tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="dispatch",
@@ -364,6 +396,7 @@ class AuditService:
         report = self.build_report_input()
         write_atomic(self.report_md_path, render_markdown(report))
         write_atomic(self.report_json_path, json.dumps(render_json(report), indent=2) + "\n")
+        write_atomic(self.report_sarif_path, json.dumps(render_sarif(report), indent=2) + "\n")
         now = self.now()
         with self.store.write() as tx:
             audit = self._require_audit(tx)
@@ -451,8 +484,9 @@ class AuditService:
             task_ids = tx.packet_task_ids(packet_id)
             cells = list(tx.cells_by_id(run.audit_id, task_ids).values())
             previous = tx.submission(packet_id)
+            leads = tx.leads(run.audit_id, packet_id)
         validator = PacketValidator(packet_id, cells, self._read_lines,
-                                    lambda path: self._in_manifest(run.audit_id, path))
+                                    lambda path: self._in_manifest(run.audit_id, path), leads)
         outcome = validator.validate(results, usage)
         warnings = [Problem(location=w.location, message=w.message) for w in outcome.warnings]
         if not outcome.accepted:
@@ -574,6 +608,14 @@ class AuditService:
             raw = tx.findings(audit.audit_id)
             runs = tx.runs(audit.audit_id)
             by_lens = tx.cell_counts_by_lens(audit.audit_id)
+            baseline = tx.previous_audit(audit.audit_id)
+            leads, verdicts = tx.leads(audit.audit_id), tx.verdicts(audit.audit_id)
+            baseline_raw = tx.findings(baseline.audit_id) if baseline else []
+        synthesis = synthesize(raw)
+        comparison = None
+        if baseline is not None:
+            reviewed = {(c.path, c.lens) for c in cells if c.state in (CellState.REVIEWED, CellState.NOT_APPLICABLE)}
+            comparison = compare(synthesis, synthesize(baseline_raw), baseline.audit_id, reviewed)
         changed = []
         for f in files:
             if f.scope != "review":
@@ -592,20 +634,26 @@ class AuditService:
             coverage_by_lens=by_lens, totals=totals(counts),
             gap_cells=[c for c in cells if c.state in (CellState.FAILED, CellState.SKIPPED)],
             skipped_files=[f for f in files if f.scope == "skipped"], changed_since_snapshot=changed,
-            runs=len(runs), synthesis=synthesize(raw),
+            runs=len(runs), synthesis=synthesis, comparison=comparison,
+            leads=lead_report(leads, verdicts, [(f.finding_id, f.file, f.start_line, f.end_line)
+                                                for f in synthesis.findings]),
         )
 
     def report(self, fmt: str = "md") -> str:
-        if fmt not in ("md", "json"):
-            raise ConfigError(f"unknown report format {fmt!r}; use md or json")
-        path = self.report_md_path if fmt == "md" else self.report_json_path
+        paths = {"md": self.report_md_path, "json": self.report_json_path, "sarif": self.report_sarif_path}
+        if fmt not in paths:
+            raise ConfigError(f"unknown report format {fmt!r}; use md, json or sarif")
+        path = paths[fmt]
         with self.store.read() as tx:
             synthesized = self._require_audit(tx).synthesized_at is not None
         if synthesized and path.exists():
             return path.read_text(encoding="utf-8")
         # The audit is still running (or the file is gone): a provisional report from the current state.
         report = self.build_report_input()
-        return render_markdown(report) if fmt == "md" else json.dumps(render_json(report), indent=2) + "\n"
+        if fmt == "md":
+            return render_markdown(report)
+        doc = render_json(report) if fmt == "json" else render_sarif(report)
+        return json.dumps(doc, indent=2) + "\n"
 
     def coverage(self) -> dict[str, Any]:
         with self.store.read() as tx:

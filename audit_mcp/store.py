@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audit_mcp.leads import Lead, Verdict, lead_from_json
 from audit_mcp.migrations import MIGRATIONS
 
 DB_FILENAME = "audit.sqlite3"
@@ -181,8 +182,18 @@ class Tx:
     # audits -----------------------------------------------------------------
     def current_audit(self) -> AuditRow | None:
         row = self.conn.execute("SELECT * FROM audits ORDER BY audit_id DESC LIMIT 1").fetchone()
-        if row is None:
-            return None
+        return None if row is None else self._audit(row)
+
+    def previous_audit(self, audit_id: int) -> AuditRow | None:
+        """The latest finished audit before ``audit_id``: the baseline a new audit is compared with."""
+        row = self.conn.execute(
+            "SELECT * FROM audits WHERE audit_id < ? AND synthesized_at IS NOT NULL ORDER BY audit_id DESC LIMIT 1",
+            (audit_id,),
+        ).fetchone()
+        return None if row is None else self._audit(row)
+
+    @staticmethod
+    def _audit(row: sqlite3.Row) -> AuditRow:
         return AuditRow(
             audit_id=row["audit_id"],
             created_at=row["created_at"],
@@ -464,6 +475,44 @@ class Tx:
             (audit_id,),
         )
         return [dict(r) for r in rows]
+
+    # analyzer leads ------------------------------------------------------------------
+    def insert_leads(self, audit_id: int, leads: Iterable[Lead]) -> None:
+        self.conn.executemany(
+            "INSERT INTO leads (audit_id, lead_id, path, start_line, payload) VALUES (?,?,?,?,?)",
+            [(audit_id, x.lead_id, x.path, x.start_line, json.dumps(x.as_json(), sort_keys=True)) for x in leads],
+        )
+
+    def leads(self, audit_id: int, packet_id: str | None = None) -> list[Lead]:
+        """Every lead of the audit, or those a packet carries."""
+        if packet_id is None:
+            rows = self.conn.execute("SELECT payload FROM leads WHERE audit_id = ? ORDER BY lead_id", (audit_id,))
+        else:
+            rows = self.conn.execute(
+                "SELECT l.payload FROM leads l JOIN packet_leads p ON p.lead_id = l.lead_id"
+                " WHERE l.audit_id = ? AND p.packet_id = ? ORDER BY l.lead_id",
+                (audit_id, packet_id),
+            )
+        return [lead_from_json(json.loads(r[0])) for r in rows]
+
+    def assign_leads(self, packet_id: str, lead_ids: Iterable[str]) -> None:
+        self.conn.executemany("INSERT INTO packet_leads (packet_id, lead_id) VALUES (?, ?)",
+                              [(packet_id, x) for x in lead_ids])
+
+    def insert_verdict(self, audit_id: int, verdict: Verdict) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO lead_verdicts (audit_id, lead_id, packet_id, task_id, verdict, reason)"
+            " VALUES (?,?,?,?,?,?)",
+            (audit_id, verdict.lead_id, verdict.packet_id, verdict.task_id, verdict.verdict, verdict.reason),
+        )
+
+    def verdicts(self, audit_id: int) -> list[Verdict]:
+        rows = self.conn.execute(
+            "SELECT lead_id, verdict, reason, packet_id, task_id FROM lead_verdicts WHERE audit_id = ?"
+            " ORDER BY lead_id, packet_id, task_id",
+            (audit_id,),
+        )
+        return [Verdict(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
     # ledger ------------------------------------------------------------------------
     def log(self, *, now: str, audit_id: int | None, actor: str, action: str, detail: str, outcome: str) -> None:

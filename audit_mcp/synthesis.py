@@ -18,9 +18,17 @@ CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
 _WS = re.compile(r"\s+")
 
 
+def normalize_evidence(evidence: str) -> str:
+    """Evidence as compared: whitespace runs collapsed, case folded, so re-indentation changes nothing."""
+    return _WS.sub(" ", evidence).strip().lower()
+
+
 def fingerprint(file: str, category: str, evidence: str) -> str:
-    """An identity that survives line shifts: the file, the category and the normalised evidence."""
-    norm = _WS.sub(" ", evidence).strip().lower()
+    """An identity that survives line shifts: the file, the category and the normalised evidence.
+
+    Line numbers are deliberately left out, so code inserted above a finding keeps its identity.
+    """
+    norm = normalize_evidence(evidence)
     return hashlib.sha256(f"{file}\0{category.strip().lower()}\0{norm}".encode()).hexdigest()[:20]
 
 
@@ -44,6 +52,8 @@ class Finding:
     locations: list[tuple[int, int]]
     related_locations: list[dict[str, Any]]
     severity_reasons: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -52,7 +62,8 @@ class Finding:
             "file": self.file, "start_line": self.start_line, "end_line": self.end_line,
             "evidence": self.evidence, "description": self.description,
             "recommendation": self.recommendation, "symbol": self.symbol, "lenses": self.lenses,
-            "reported_by": self.reporters,
+            "reported_by": self.reporters, "severity_reasons": self.severity_reasons,
+            "fingerprint_aliases": self.aliases, "categories": self.categories,
             "evidence_ranges": [{"start_line": a, "end_line": b} for a, b in self.locations],
             "related_locations": self.related_locations,
         }
@@ -66,10 +77,11 @@ class WorkBlock:
     effort: str
     finding_ids: list[str]
     files: list[str]
+    order: int
 
     def as_json(self) -> dict[str, Any]:
-        return {"id": self.block_id, "title": self.title, "severity": self.severity, "effort": self.effort,
-                "findings": self.finding_ids, "files": self.files}
+        return {"id": self.block_id, "order": self.order, "title": self.title, "severity": self.severity,
+                "effort": self.effort, "findings": self.finding_ids, "files": self.files}
 
 
 @dataclass(frozen=True)
@@ -88,7 +100,11 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
-def _merge_into(target: Finding, raw: dict[str, Any]) -> None:
+def _reason(raw: dict[str, Any]) -> str:
+    return f"{raw['severity']} from the {raw['lens']} lens ({raw['packet_id']}): {raw['title']}"
+
+
+def _merge_into(target: Finding, raw: dict[str, Any], fp: str) -> None:
     lens = raw["lens"]
     if lens not in target.lenses:
         target.lenses.append(lens)
@@ -98,8 +114,14 @@ def _merge_into(target: Finding, raw: dict[str, Any]) -> None:
     span = (raw["start_line"], raw["end_line"])
     if span not in target.locations:
         target.locations.append(span)
+    if fp not in target.aliases:
+        target.aliases.append(fp)
+    if raw["category"] not in target.categories:
+        target.categories.append(raw["category"])
+    reason = _reason(raw)
+    if reason not in target.severity_reasons:
+        target.severity_reasons.append(reason)
     if SEVERITY_RANK[raw["severity"]] < SEVERITY_RANK[target.severity]:
-        target.severity_reasons.append(f"raised to {raw['severity']} by the {lens} lens: {raw['title']}")
         target.severity = raw["severity"]
     if CONFIDENCE_RANK[raw["confidence"]] < CONFIDENCE_RANK[target.confidence]:
         target.confidence = raw["confidence"]
@@ -108,23 +130,34 @@ def _merge_into(target: Finding, raw: dict[str, Any]) -> None:
             target.related_locations.append(rel)
 
 
+def _same_problem(f: Finding, raw: dict[str, Any], span: tuple[int, int]) -> bool:
+    """Same file, and either the same quoted code from another lens or the same category at overlapping lines.
+
+    Two lenses often name one defect differently (``CWE-89`` and ``sql-injection``) while quoting the
+    same lines; one lens giving two categories for the same code means two problems, and two findings
+    quoting different code are only merged when their categories agree.
+    """
+    if f.file != raw["file"]:
+        return False
+    if raw["lens"] not in f.lenses and normalize_evidence(f.evidence) == normalize_evidence(raw["evidence"]):
+        return True
+    return f.category.strip().lower() == raw["category"].strip().lower() and any(
+        _overlaps(span, loc) for loc in f.locations
+    )
+
+
 def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
     """Merge findings about the same place and problem; order by severity; group into work blocks."""
     merged: list[Finding] = []
     by_fp: dict[str, Finding] = {}
-    for raw in sorted(raw_findings, key=lambda r: (SEVERITY_RANK[r["severity"]], r["file"], r["start_line"])):
+    ordered = sorted(raw_findings, key=lambda r: (SEVERITY_RANK[r["severity"]], r["file"], r["start_line"],
+                                                  r["lens"], r["packet_id"]))
+    for raw in ordered:
         fp = fingerprint(raw["file"], raw["category"], raw["evidence"])
         span = (raw["start_line"], raw["end_line"])
-        same = by_fp.get(fp) or next(
-            (
-                f for f in merged
-                if f.file == raw["file"] and f.category.lower() == raw["category"].lower()
-                and any(_overlaps(span, loc) for loc in f.locations)
-            ),
-            None,
-        )
+        same = by_fp.get(fp) or next((f for f in merged if _same_problem(f, raw, span)), None)
         if same is not None:
-            _merge_into(same, raw)
+            _merge_into(same, raw, fp)
             by_fp.setdefault(fp, same)
             continue
         finding = Finding(
@@ -133,7 +166,8 @@ def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
             start_line=raw["start_line"], end_line=raw["end_line"], evidence=raw["evidence"],
             description=raw["description"], recommendation=raw["recommendation"], symbol=raw.get("symbol"),
             lenses=[raw["lens"]], reporters=[raw["packet_id"]], locations=[span],
-            related_locations=list(raw.get("related_locations", [])),
+            related_locations=list(raw.get("related_locations", [])), severity_reasons=[_reason(raw)],
+            aliases=[fp], categories=[raw["category"]],
         )
         merged.append(finding)
         by_fp[fp] = finding
@@ -156,6 +190,6 @@ def _blocks(findings: Sequence[Finding]) -> list[WorkBlock]:
         blocks.append((severity, -len(members), category, directory, title, effort, members, files))
     blocks.sort(key=lambda b: (SEVERITY_RANK[b[0]], b[1], b[2], b[3]))
     return [
-        WorkBlock(f"W{i:02d}", title, severity, effort, [m.finding_id for m in members], files)
+        WorkBlock(f"W{i:02d}", title, severity, effort, [m.finding_id for m in members], files, i)
         for i, (severity, _n, _c, _d, title, effort, members, files) in enumerate(blocks, 1)
     ]

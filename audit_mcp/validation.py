@@ -14,6 +14,7 @@ from typing import Any
 
 from audit_mcp.errors import PathError
 from audit_mcp.files import normalize_relpath
+from audit_mcp.leads import VERDICTS, Lead
 from audit_mcp.store import Cell
 
 SEVERITIES = ("critical", "high", "medium", "low", "info")
@@ -119,8 +120,10 @@ class PacketValidator:
         cells: Sequence[Cell],
         read_lines: Callable[[str], list[str] | None],
         known_files: Callable[[str], bool],
+        leads: Sequence[Lead] = (),
     ) -> None:
         self.packet_id = packet_id
+        self.leads = {x.lead_id: x for x in leads}
         self.cells = {c.task_id: c for c in cells}
         self.packet_files = sorted({c.path for c in cells})
         self._read_lines = read_lines
@@ -158,6 +161,7 @@ class PacketValidator:
             normalized = self._task(out, item, self.cells[task_id], loc)
             if normalized is not None:
                 out.results.append(normalized)
+        self._check_leads_answered(out, results)
         for task_id in sorted(self.cells.keys() - seen):
             cell = self.cells[task_id]
             out.error(
@@ -215,12 +219,15 @@ class PacketValidator:
             finding = self._finding(out, raw, cell, f"{loc}/findings/{j}")
             if finding is not None:
                 findings.append(finding)
+        verdicts = self._verdicts(out, item.get("leads"), cell, status, loc)
         if len(out.errors) > errors_before:
             return None
         result: dict[str, Any] = {"task_id": cell.task_id, "status": status, "summary": summary,
                                   "findings": findings}
         if reason:
             result["reason"] = reason
+        if verdicts:
+            result["leads"] = verdicts
         return result
 
     def _location(
@@ -321,8 +328,7 @@ class PacketValidator:
         self, out: Outcome, loc: str, path: str, start: int, end: int, lines: list[str], evidence: str
     ) -> tuple[int, int]:
         matches = locate_evidence(lines, evidence)
-        near = [m for m in matches if m[1] >= start - EVIDENCE_SLACK_LINES and m[0] <= end + EVIDENCE_SLACK_LINES]
-        if near:
+        if any(start <= m[0] and m[1] <= end for m in matches):
             return start, end
         if matches:
             best = min(matches, key=lambda m: abs(m[0] - start))
@@ -338,6 +344,61 @@ class PacketValidator:
             f"the lines verbatim from the file, without line numbers or edits, and give the lines they are on",
         )
         return 0, 0
+
+    def _verdicts(self, out: Outcome, raw: Any, cell: Cell, status: Any, loc: str) -> list[dict[str, str]]:
+        """The task's verdicts on the analyzer leads of its file (``leads`` is optional: results without it
+        are read as before)."""
+        if raw is None or raw == []:
+            return []
+        if not isinstance(raw, list):
+            out.error(f"{loc}/leads", "'leads' must be an array of {lead_id, verdict, reason}")
+            return []
+        if status != "reviewed":
+            out.error(f"{loc}/leads", f"a task with status {status} cannot judge leads; use status reviewed")
+            return []
+        clean = []
+        for k, item in enumerate(raw):
+            vloc = f"{loc}/leads/{k}"
+            if not isinstance(item, dict):
+                out.error(vloc, "each lead verdict must be an object {lead_id, verdict, reason}")
+                continue
+            lead_id = item.get("lead_id")
+            lead = self.leads.get(lead_id) if isinstance(lead_id, str) else None
+            if lead is None:
+                known = ", ".join(sorted(self.leads)) or "none"
+                out.error(f"{vloc}/lead_id", f"lead {item.get('lead_id')!r} is not carried by packet "
+                          f"{self.packet_id}; its leads are: {known}")
+                continue
+            if lead.path != cell.path:
+                out.error(f"{vloc}/lead_id", f"lead {lead.lead_id} is in {lead.path}; judge it in the result of a "
+                          f"task on that file, not {cell.path}")
+                continue
+            verdict = item.get("verdict")
+            if verdict not in VERDICTS:
+                out.error(f"{vloc}/verdict", f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
+                continue
+            why = _text(out, item, "reason", vloc, required=True)
+            if why is not None:
+                clean.append({"lead_id": lead.lead_id, "verdict": verdict, "reason": why})
+        return clean
+
+    def _check_leads_answered(self, out: Outcome, results: Sequence[Any]) -> None:
+        judged = set()
+        for item in results:
+            answers = item.get("leads") if isinstance(item, dict) else None
+            if isinstance(answers, list):
+                judged |= {v.get("lead_id") for v in answers if isinstance(v, dict)}
+        reviewed_files = {self.cells[item["task_id"]].path for item in results if isinstance(item, dict)
+                          and item.get("task_id") in self.cells and item.get("status") == "reviewed"}
+        for lead in self.leads.values():
+            if lead.lead_id in judged or lead.path not in reviewed_files:
+                continue
+            out.error(
+                "/results",
+                f"lead {lead.lead_id} ({lead.tool} {lead.rule_id} at {lead.path}:{lead.start_line}) has no verdict; "
+                f"add {{\"lead_id\": \"{lead.lead_id}\", \"verdict\": \"confirmed\" or \"refuted\", "
+                f"\"reason\": \"...\"}} to 'leads' in the result of a task on {lead.path}",
+            )
 
     def _related(self, out: Outcome, raw: Any, loc: str) -> list[dict[str, Any]]:
         if raw is None:

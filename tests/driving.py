@@ -1,0 +1,93 @@
+"""Driving a whole audit through ``AuditService``, with a results function standing in for the subagents."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from audit_mcp.models import Step
+from audit_mcp.service import AuditService
+from tests.conftest import ScriptedReviewer
+
+Answer = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+def drive(
+    service: AuditService, answer: Answer, *, new_audit: bool = False, analyzer_sarif: Sequence[Path] = ()
+) -> Step:
+    """Follow the steps to the report: answer every packet, merge every run."""
+    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 4}, new_audit=new_audit,
+                             analyzer_sarif=analyzer_sarif)
+    for _ in range(10):
+        if step.step_kind != "dispatch_review":
+            break
+        plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+        for packet in plan["packets"]:
+            receipt = service.submit_packet(plan["run_id"], packet["packet_id"], answer(packet))
+            assert receipt.accepted, receipt.errors
+        service.merge_and_ingest(plan["run_id"], [])
+        step = service.next_step({})
+    assert step.step_kind == "present_report", step
+    return step
+
+
+def report_json(service: AuditService) -> dict[str, Any]:
+    return json.loads(service.report("json"))
+
+
+_LEAD_ROW = re.compile(r"^\| (L\d{3}) \| (.+?) \| `([^`:]+):(\d+)(?:-\d+)?` \| (.*) \|$", re.M)
+
+
+def carried(prompt: str) -> dict[str, tuple[str, int, str]]:
+    """What a reviewer reads in its prompt: lead id -> (file, line, tool and rule)."""
+    return {m[1]: (m[3], int(m[4]), m[2]) for m in _LEAD_ROW.finditer(prompt)}
+
+
+def judging(reviewer: ScriptedReviewer, prompt: str, packet: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scripted reviewer, judging every lead: confirmed where it reports a finding, refuted elsewhere."""
+    results = reviewer.results(packet)
+    tasks = {t["task_id"]: t for t in packet["tasks"]}
+    for lead_id, (file, line, _rule) in carried(prompt).items():
+        result = next(r for r in results if tasks[r["task_id"]]["file"] == file)
+        hit = any(f["file"] == file and f["start_line"] - 2 <= line <= f["end_line"]
+                  for r in results for f in r["findings"])
+        result.setdefault("leads", []).append({
+            "lead_id": lead_id, "verdict": "confirmed" if hit else "refuted",
+            "reason": "the flagged code is the defect reported here" if hit else "the value never reaches a sink"})
+    return results
+
+
+def with_second_lens(reviewer: ScriptedReviewer) -> Answer:
+    """The scripted reviewer, plus a correctness reviewer that reports the SQL injection under its own name."""
+    sqli = next(i for i in reviewer.issues if i["id"] == "sqli-user-lookup")
+
+    def answer(packet: dict[str, Any]) -> list[dict[str, Any]]:
+        results = reviewer.results(packet)
+        for task, result in zip(packet["tasks"], results, strict=True):
+            if task["file"] == "app/db.py" and task["lens"] == "correctness":
+                extra = {k: sqli[k] for k in ("confidence", "file", "start_line", "end_line", "evidence",
+                                              "description", "recommendation")}
+                result["findings"].append(extra | {"title": "Username interpolated into SQL text",
+                                                   "category": "query-construction", "severity": "high"})
+        return results
+
+    return answer
+
+
+def judging_with_second_lens(reviewer: ScriptedReviewer) -> Answer:
+    """Both of the above: a second lens reporting the SQL injection, and a verdict on every carried lead."""
+    two_lenses = with_second_lens(reviewer)
+
+    def answer(packet: dict[str, Any]) -> list[dict[str, Any]]:
+        judged = {r["task_id"]: r.get("leads") for r in judging(reviewer, Path(packet["prompt_path"]).read_text(),
+                                                                 packet)}
+        results = two_lenses(packet)
+        for result in results:
+            if judged.get(result["task_id"]):
+                result["leads"] = judged[result["task_id"]]
+        return results
+
+    return answer
