@@ -72,6 +72,7 @@ class SessionConfig(_Strict):
     max_packet_tokens: Annotated[int, Field(ge=4_000)] = 60_000
     max_runs: Annotated[int, Field(ge=1)] = 30
     max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+    lease_seconds: Annotated[int, Field(ge=60)] = 7_200
     host: HostConfig = Field(default_factory=HostConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
 

@@ -119,4 +119,11 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    (
+        "0003_leases",
+        """
+        ALTER TABLE packets ADD COLUMN lease_expires_at TEXT;
+        CREATE INDEX packets_run ON packets (run_id, state)
+        """,
+    ),
 )

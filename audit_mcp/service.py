@@ -28,6 +28,7 @@ from audit_mcp.failures import classify, cooldown_until
 from audit_mcp.files import resolve_inside, write_atomic
 from audit_mcp.ingest import ingest_run
 from audit_mcp.intake import build_manifest
+from audit_mcp.leases import expired_failures, lease_end, superseded_message
 from audit_mcp.lenses import resolve_lenses
 from audit_mcp.limits import ResolvedLimits, resolve_limits
 from audit_mcp.models import (
@@ -191,6 +192,7 @@ class AuditService:
             max_runs=config.max_runs,
             host_can_dispatch=caps.can_dispatch_subagents,
             synthesized=audit.synthesized_at is not None,
+            open_run_expired=len(tx.expired_packet_ids(open_run.run_id, self.now())) if open_run else 0,
         )
 
     def _run_inline(
@@ -212,8 +214,9 @@ class AuditService:
                 with self.store.read() as tx:
                     audit = tx.current_audit()
                     run = next(r for r in tx.runs(audit.audit_id) if r.state == "open") if audit else None
+                    expired = expired_failures(tx, run.run_id, self.now(), config.lease_seconds) if run else []
                 if run is not None:
-                    self.merge_and_ingest(run.run_id, [], actor="engine")
+                    self.merge_and_ingest(run.run_id, expired, actor="engine")
             case Obligation.SYNTHESIZE:
                 self._synthesize()
             case _:
@@ -276,6 +279,7 @@ class AuditService:
                 run_id=run_id, kind="single" if single else "dispatch", specs=specs,
                 wave_cap=caps.max_active_subagents, cooldown_until=cooldown,
             )
+            plan_doc["lease_expires_at"] = _iso(lease_end(self._clock(), config.lease_seconds))
             tx.insert_run(RunRow(run_id, audit.audit_id, seq, "single" if single else "dispatch", "open", now,
                                  None, plan_doc["wave_size"], plan_doc))
             for n, spec in enumerate(specs, 1):
@@ -292,6 +296,7 @@ class AuditService:
                     prefix=prefix, run_id=run_id, packet_id=spec.packet_id, plan=spec.plan, files=files,
                     edges=edges, root=self.root, artifacts_dir=self.artifacts_dir,
                 ))
+            tx.lease_packets(run_id, plan_doc["lease_expires_at"])
             write_atomic(self.plan_path(run_id), json.dumps(plan_doc, indent=2) + "\n")
             tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="dispatch",
                    detail=f"run {run_id}: {len(specs)} packet(s), waves {plan_doc['waves']}", outcome="ok")
@@ -392,11 +397,7 @@ class AuditService:
                 return self._refuse(run_id, packet_id, "/packet_id", f"packet {packet_id!r} is not in run "
                                     f"{run_id}; its packets are {ids}")
             if run.state != "open":
-                current = next((r.run_id for r in tx.runs(run.audit_id) if r.state == "open"), None)
-                hint = (f"the open run is {current}; its dispatch plan names the packet that now holds these "
-                        "tasks" if current else "call next_step to get the current work")
-                return self._refuse(run_id, packet_id, "/run_id",
-                                    f"run {run_id} is finished (merged), so packet {packet_id} is superseded; {hint}")
+                return self._refuse(run_id, packet_id, "/run_id", superseded_message(tx, run, packet_id))
             task_ids = tx.packet_task_ids(packet_id)
             cells = list(tx.cells_by_id(run.audit_id, task_ids).values())
             previous = tx.submission(packet_id)

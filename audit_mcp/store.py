@@ -404,6 +404,32 @@ class Tx:
     def set_packet_state(self, packet_id: str, state: str) -> None:
         self.conn.execute("UPDATE packets SET state = ? WHERE packet_id = ?", (state, packet_id))
 
+    def lease_packets(self, run_id: str, expires_at: str) -> None:
+        self.conn.execute("UPDATE packets SET lease_expires_at = ? WHERE run_id = ?", (expires_at, run_id))
+
+    def expired_packet_ids(self, run_id: str, now: str) -> list[str]:
+        """Packets of the run whose lease has ended without an accepted submission."""
+        rows = self.conn.execute(
+            "SELECT packet_id FROM packets p WHERE run_id = ? AND lease_expires_at IS NOT NULL"
+            " AND lease_expires_at <= ? AND NOT EXISTS (SELECT 1 FROM submissions s WHERE s.packet_id = p.packet_id)"
+            " ORDER BY seq",
+            (run_id, now),
+        )
+        return [r[0] for r in rows]
+
+    def assigned_packets(self, audit_id: int, task_ids: Sequence[str]) -> list[str]:
+        """The packets that hold any of these tasks now."""
+        found: set[str] = set()
+        for i in range(0, len(task_ids), 500):
+            batch = task_ids[i : i + 500]
+            rows = self.conn.execute(
+                "SELECT DISTINCT packet_id FROM cells WHERE audit_id = ? AND state = 'assigned'"
+                f" AND task_id IN ({','.join('?' for _ in batch)})",
+                [audit_id, *batch],
+            )
+            found.update(r[0] for r in rows if r[0])
+        return sorted(found)
+
     def packet_task_ids(self, packet_id: str) -> list[str]:
         rows = self.conn.execute(
             "SELECT task_id FROM packet_tasks WHERE packet_id = ? ORDER BY task_id", (packet_id,)
