@@ -167,6 +167,11 @@ def _scan_file(root: Path, rel: str, config: SessionConfig) -> tuple[FileRow, st
     return FileRow(rel, language, len(data), lines, sha, "review", None), text
 
 
+def rescan(root: Path, rel: str, config: SessionConfig) -> FileRow:
+    """The manifest row ``rel`` would get now (the file may have changed or gone since intake)."""
+    return _scan_file(root.resolve(), rel, config)[0]
+
+
 def _filter(paths: list[str], config: SessionConfig, excluded_prefixes: list[str]) -> Iterator[str]:
     include = pathspec.GitIgnoreSpec.from_lines(config.include) if config.include else None
     exclude = pathspec.GitIgnoreSpec.from_lines(config.exclude) if config.exclude else None

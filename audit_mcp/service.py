@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from audit_mcp import hosts
+from audit_mcp import drift, hosts
 from audit_mcp.config import SessionConfig, load_config
 from audit_mcp.coverage import CellState, build_cells, completeness, totals
 from audit_mcp.dispatch import (
@@ -44,7 +44,7 @@ from audit_mcp.packets import pack
 from audit_mcp.planner import Decision, Executor, Obligation, PlannerState, decide
 from audit_mcp.report import ReportInput, render_json, render_markdown
 from audit_mcp.steps import StepContext, render_step
-from audit_mcp.store import AuditRow, PacketRow, RunRow, Store, Tx
+from audit_mcp.store import AuditRow, FileRow, PacketRow, RunRow, Store, Tx
 from audit_mcp.synthesis import synthesize
 from audit_mcp.validation import MAX_PAYLOAD_CHARS, PacketValidator
 from audit_mcp.views import quota_view, status_view
@@ -315,6 +315,16 @@ class AuditService:
         return _iso(latest)
 
     def _synthesize(self) -> None:
+        with self.store.read() as tx:
+            audit = self._require_audit(tx)
+            files = tx.files(audit.audit_id)
+        config = self.config()
+        changed = drift.detect(self.root, config, files)
+        if changed:
+            with self.store.write() as tx:
+                requeued = drift.apply(tx, audit.audit_id, config, changed, self.now())
+            if requeued:
+                return  # the changed files go back to review before any report is written
         report = self.build_report_input()
         write_atomic(self.report_md_path, render_markdown(report))
         write_atomic(self.report_json_path, json.dumps(render_json(report), indent=2) + "\n")
@@ -464,6 +474,7 @@ class AuditService:
             reported[item["packet_id"]] = str(text)[:4000] or "failed without an error text"
         config = self.config()
         now = self.now()
+        changed = drift.detect(self.root, config, self._run_files(run_id))
         with self.store.write() as tx:
             run = tx.run(run_id)
             if run is None:
@@ -482,6 +493,7 @@ class AuditService:
                                     next_action="This run was already merged; nothing changed. Call next_step.")
             outcome = ingest_run(tx, audit.audit_id, run, packets, reported, config.max_attempts, now)
             tx.finish_run(run_id, now)
+            outcome.requeued += drift.apply(tx, audit.audit_id, config, changed, now)
             counts = tx.cell_counts(audit.audit_id)
             tx.log(now=now, audit_id=audit.audit_id, actor=actor, action="merge_and_ingest",
                    detail=f"run {run_id}: {outcome.merged} merged, {outcome.failed} failed, {outcome.covered} "
@@ -494,6 +506,16 @@ class AuditService:
             completeness=completeness(counts),
             next_action="Call next_step now: it hands out what is still open, or writes the report.",
         )
+
+    def _run_files(self, run_id: str) -> list[FileRow]:
+        """The manifest rows of the files a run's packets cover."""
+        with self.store.read() as tx:
+            run = tx.run(run_id)
+            if run is None:
+                return []
+            task_ids = [t for p in tx.packets(run_id) for t in tx.packet_task_ids(p.packet_id)]
+            paths = {c.path for c in tx.cells_by_id(run.audit_id, task_ids).values()}
+            return [f for path in sorted(paths) if (f := tx.file(run.audit_id, path)) is not None]
 
     # reports and views ----------------------------------------------------------------
     def _require_audit(self, tx: Tx) -> AuditRow:

@@ -244,6 +244,20 @@ class Tx:
             for r in rows
         ]
 
+    def file(self, audit_id: int, path: str) -> FileRow | None:
+        row = self.conn.execute("SELECT * FROM files WHERE audit_id = ? AND path = ?", (audit_id, path)).fetchone()
+        if row is None:
+            return None
+        return FileRow(row["path"], row["language"], row["size"], row["line_count"], row["sha256"], row["scope"],
+                       row["skip_reason"])
+
+    def update_file(self, audit_id: int, r: FileRow) -> None:
+        self.conn.execute(
+            "UPDATE files SET language = ?, size = ?, line_count = ?, sha256 = ?, scope = ?, skip_reason = ?"
+            " WHERE audit_id = ? AND path = ?",
+            (r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, audit_id, r.path),
+        )
+
     def file_counts(self, audit_id: int) -> dict[str, int]:
         """Files of the manifest by scope (``review`` / ``skipped``)."""
         rows = self.conn.execute("SELECT scope, COUNT(*) FROM files WHERE audit_id = ? GROUP BY scope", (audit_id,))
@@ -314,6 +328,29 @@ class Tx:
             " reason = ?, updated_at = ? WHERE audit_id = ? AND task_id = ?",
             (state, attempts, run_id, packet_id, reason, now, audit_id, task_id),
         )
+
+    def cells_for_path(self, audit_id: int, path: str) -> list[Cell]:
+        rows = self.conn.execute(
+            "SELECT * FROM cells WHERE audit_id = ? AND path = ? ORDER BY start_line, task_id", (audit_id, path)
+        )
+        return [_cell(r) for r in rows]
+
+    def reset_cell(self, audit_id: int, task_id: str, *, state: str, content_hash: str, reason: str, now: str) -> None:
+        """Back to ``state`` with a fresh retry budget, for content that changed under a review."""
+        self.conn.execute(
+            "UPDATE cells SET state = ?, attempts = 0, run_id = NULL, packet_id = NULL, reason = ?, content_hash = ?,"
+            " updated_at = ? WHERE audit_id = ? AND task_id = ?",
+            (state, reason, content_hash, now, audit_id, task_id),
+        )
+
+    def delete_cells(self, audit_id: int, task_ids: Sequence[str]) -> None:
+        self.conn.executemany("DELETE FROM cells WHERE audit_id = ? AND task_id = ?", [(audit_id, t) for t in task_ids])
+
+    def max_task_number(self, audit_id: int) -> int:
+        row = self.conn.execute(
+            "SELECT MAX(CAST(SUBSTR(task_id, 2) AS INTEGER)) FROM cells WHERE audit_id = ?", (audit_id,)
+        ).fetchone()
+        return int(row[0] or 0)
 
     def cell_counts(self, audit_id: int) -> dict[str, int]:
         rows = self.conn.execute(
@@ -461,6 +498,14 @@ class Tx:
             "INSERT INTO findings (audit_id, run_id, packet_id, task_id, lens, payload) VALUES (?,?,?,?,?,?)",
             (audit_id, run_id, packet_id, task_id, lens, json.dumps(payload, sort_keys=True)),
         )
+
+    def delete_findings(self, audit_id: int, task_ids: Sequence[str]) -> int:
+        """Withdraw the findings of these tasks; returns how many."""
+        removed = 0
+        for task_id in task_ids:
+            cur = self.conn.execute("DELETE FROM findings WHERE audit_id = ? AND task_id = ?", (audit_id, task_id))
+            removed += cur.rowcount
+        return removed
 
     def findings(self, audit_id: int) -> list[dict[str, Any]]:
         rows = self.conn.execute(
