@@ -26,6 +26,7 @@ from audit_mcp.dispatch import (
 from audit_mcp.errors import AuditError, ConfigError, NotFoundError, PathError
 from audit_mcp.failures import classify, cooldown_until
 from audit_mcp.files import resolve_inside, write_atomic
+from audit_mcp.guards import clean_text, id_problem
 from audit_mcp.ingest import ingest_run
 from audit_mcp.intake import build_manifest
 from audit_mcp.leases import expired_failures, lease_end, superseded_message
@@ -382,6 +383,9 @@ class AuditService:
                        next_action="Fix the error above and submit again; nothing was recorded.")
 
     def submit_packet(self, run_id: str, packet_id: str, results: Any, usage: Any = None) -> Receipt:
+        for name, value in (("run_id", run_id), ("packet_id", packet_id)):
+            if problem := id_problem(name, value):
+                return self._refuse(clean_text(str(run_id)), clean_text(str(packet_id)), f"/{name}", problem)
         if isinstance(results, str):
             if len(results) > MAX_PAYLOAD_CHARS:
                 return self._refuse(run_id, packet_id, "/results",
@@ -471,7 +475,9 @@ class AuditService:
                 raise ConfigError(f"failures[{i}] must be an object with packet_id and error (the text the host "
                                   "saw)")
             text = item.get("error") or item.get("error_text") or item.get("message") or ""
-            reported[item["packet_id"]] = str(text)[:4000] or "failed without an error text"
+            reported[item["packet_id"]] = clean_text(str(text)[:4000]) or "failed without an error text"
+        if problem := id_problem("run_id", run_id):
+            raise ConfigError(problem)
         config = self.config()
         now = self.now()
         changed = drift.detect(self.root, config, self._run_files(run_id))
