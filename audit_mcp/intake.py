@@ -14,6 +14,7 @@ import pathspec
 
 from audit_mcp.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.errors import ConfigError
+from audit_mcp.incremental import changed_since
 from audit_mcp.languages import DOC_LANGUAGES, detect_language, import_edges
 from audit_mcp.store import FileRow
 
@@ -197,9 +198,13 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
     is_git = _is_git_worktree(real_root)
     paths = _git_paths(real_root) if is_git else _walk_paths(real_root)
     excluded = [p for p in (artifacts_rel, ".git") if p]
+    changed = changed_since(real_root, config.since, is_git=is_git) if config.since else None
     rows: list[FileRow] = []
     texts: dict[str, str] = {}
     for rel in _filter(paths, config, excluded):
+        if changed is not None and rel not in changed:
+            rows.append(FileRow(rel, detect_language(rel), 0, 0, "", "skipped", f"unchanged since {config.since}"))
+            continue
         row, text = _scan_file(real_root, rel, config)
         rows.append(row)
         if text is not None:

@@ -27,6 +27,7 @@ from audit_mcp.errors import AuditError, ConfigError, NotFoundError, PathError
 from audit_mcp.failures import classify, cooldown_until
 from audit_mcp.files import resolve_inside, write_atomic
 from audit_mcp.guards import clean_text, id_problem
+from audit_mcp.incremental import carry_forward, copy_findings
 from audit_mcp.ingest import ingest_run
 from audit_mcp.intake import build_manifest
 from audit_mcp.leases import expired_failures, lease_end, superseded_message
@@ -247,10 +248,14 @@ class AuditService:
         now = self.now()
         with self.store.write() as tx:
             audit = self._require_audit(tx)
-            cells = build_cells(tx.files(audit.audit_id), config)
+            cells, carried, previous = carry_forward(tx, audit.audit_id, build_cells(tx.files(audit.audit_id), config),
+                                                     enabled=config.carry_forward)
             tx.insert_cells(audit.audit_id, cells, now)
+            kept = copy_findings(tx, audit.audit_id, previous, carried) if previous is not None else 0
             tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="plan",
-                   detail=f"{len(cells)} cell(s) over lenses {', '.join(audit.lenses)}", outcome="ok")
+                   detail=f"{len(cells)} cell(s) over lenses {', '.join(audit.lenses)}"
+                          + (f"; {len(carried)} carried forward from audit {previous} with {kept} finding(s), "
+                             "content unchanged" if carried else ""), outcome="ok")
 
     def limits(self, config: SessionConfig, model: str | None, provider: str | None = None) -> ResolvedLimits:
         return resolve_limits(model, provider, config.model)

@@ -207,6 +207,10 @@ class Tx:
         assert cur.lastrowid is not None
         return cur.lastrowid
 
+    def previous_audit_id(self, audit_id: int) -> int | None:
+        row = self.conn.execute("SELECT MAX(audit_id) FROM audits WHERE audit_id < ?", (audit_id,)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
     def set_host_caps(self, audit_id: int, caps: dict[str, Any]) -> None:
         self.conn.execute(
             "UPDATE audits SET host_caps = ? WHERE audit_id = ?", (json.dumps(caps, sort_keys=True), audit_id)

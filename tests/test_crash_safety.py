@@ -28,7 +28,7 @@ def _check_invariants(db_path: Path, accepted: set[str]) -> None:
             "SELECT audit_id, SUM(state = 'open') FROM runs GROUP BY audit_id"
         ):
             assert open_runs <= 1, f"audit {audit_id} has {open_runs} open runs"
-        for run in db.execute("SELECT run_id, state FROM runs").fetchall():
+        for run in db.execute("SELECT run_id, audit_id, state FROM runs").fetchall():
             packet_states = {r[0] for r in db.execute("SELECT state FROM packets WHERE run_id = ?", (run["run_id"],))}
             findings = db.execute("SELECT COUNT(*) FROM findings WHERE run_id = ?", (run["run_id"],)).fetchone()[0]
             assigned = db.execute("SELECT COUNT(*) FROM cells WHERE run_id = ? AND state = 'assigned'",
@@ -43,9 +43,12 @@ def _check_invariants(db_path: Path, accepted: set[str]) -> None:
                                                  (run["run_id"],)).fetchall():
                 results: list[dict[str, Any]] = json.loads(payload)["results"]
                 cells = {r["task_id"]: (r["state"], r["packet_id"]) for r in db.execute(
-                    "SELECT task_id, state, packet_id FROM cells WHERE packet_id = ?", (packet_id,))}
+                    "SELECT task_id, state, packet_id FROM cells WHERE packet_id = ? AND audit_id = ?",
+                    (packet_id, run["audit_id"]))}
                 assert all(cells[r["task_id"]] == ("reviewed", packet_id) for r in results)
-                kept = db.execute("SELECT COUNT(*) FROM findings WHERE packet_id = ?", (packet_id,)).fetchone()[0]
+                # Later audits carry these findings forward under their own audit id.
+                kept = db.execute("SELECT COUNT(*) FROM findings WHERE packet_id = ? AND audit_id = ?",
+                                  (packet_id, run["audit_id"])).fetchone()[0]
                 assert kept == sum(len(r["findings"]) for r in results)
     finally:
         db.close()
