@@ -4,6 +4,7 @@ the coverage of every cell whose file content is unchanged (by content hash), wi
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import replace
@@ -18,7 +19,8 @@ _FINDING_META = ("finding_id", "run_id", "packet_id", "task_id", "lens")
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     try:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False, timeout=120)
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False, timeout=120,
+                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
     except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
         raise ConfigError(f"cannot run git to resolve `since`: {exc}") from exc
 

@@ -40,7 +40,8 @@ class Manifest:
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
     try:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False, timeout=120)
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False, timeout=120,
+                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
     except (FileNotFoundError, subprocess.TimeoutExpired):
         return None
 
