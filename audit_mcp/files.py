@@ -24,6 +24,13 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def write_derived(path: Path, text: str) -> None:
+    """Write a file that is only read after a later commit names it (a packet prompt): plain and fast."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+
+
 def normalize_relpath(raw: str) -> str:
     """Return a repo-relative POSIX path, refusing absolute paths and ``..`` escapes."""
     text = raw.strip().replace("\\", "/")

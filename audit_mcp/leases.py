@@ -32,7 +32,7 @@ def expired_failures(tx: Tx, run_id: str, now: str, lease_seconds: int) -> list[
 def superseded_message(tx: Tx, run: RunRow, packet_id: str) -> str:
     """Why a submission for a packet of a merged run is refused, naming the packet(s) that hold its tasks now."""
     holders = tx.assigned_packets(run.audit_id, tx.packet_task_ids(packet_id))
-    current = next((r.run_id for r in tx.runs(run.audit_id) if r.state == "open"), None)
+    current = next((r.run_id for r in tx.runs(run.audit_id, plan=False) if r.state == "open"), None)
     if holders:
         return (f"run {run.run_id} is finished (merged), so packet {packet_id} is superseded: the open run is "
                 f"{current} and its tasks are now held by packet {', '.join(holders)}. Do not submit again under the "

@@ -66,7 +66,7 @@ class Registry:
             if service is None:
                 continue
             with service.store.read() as tx:
-                if tx.run(run_id) is not None:
+                if tx.run(run_id, plan=False) is not None:
                     return service
         return candidates[0] or self.get(None)
 

@@ -25,7 +25,7 @@ from audit_mcp.dispatch import (
 )
 from audit_mcp.errors import AuditError, ConfigError, NotFoundError, PathError
 from audit_mcp.failures import classify, cooldown_until
-from audit_mcp.files import resolve_inside, write_atomic
+from audit_mcp.files import resolve_inside, write_atomic, write_derived
 from audit_mcp.guards import clean_text, id_problem
 from audit_mcp.incremental import carry_forward, copy_findings
 from audit_mcp.ingest import ingest_run
@@ -176,7 +176,7 @@ class AuditService:
             return PlannerState(False, False, None, None, 0, 0, 0, 0, 0, config.max_runs,
                                 caps.can_dispatch_subagents, False)
         counts = tx.cell_counts(audit.audit_id)
-        runs = tx.runs(audit.audit_id)
+        runs = tx.runs(audit.audit_id, plan=False)
         open_run = next((r for r in runs if r.state == "open"), None)
         packets = tx.packets(open_run.run_id) if open_run else []
         submitted = len(tx.submitted_packet_ids(open_run.run_id)) if open_run else 0
@@ -215,7 +215,7 @@ class AuditService:
             case Obligation.INGEST:
                 with self.store.read() as tx:
                     audit = tx.current_audit()
-                    run = next(r for r in tx.runs(audit.audit_id) if r.state == "open") if audit else None
+                    run = next(r for r in tx.runs(audit.audit_id, plan=False) if r.state == "open") if audit else None
                     expired = expired_failures(tx, run.run_id, self.now(), config.lease_seconds) if run else []
                 if run is not None:
                     self.merge_and_ingest(run.run_id, expired, actor="engine")
@@ -274,7 +274,7 @@ class AuditService:
             single = not caps.can_dispatch_subagents
             if single:
                 plans = plans[:1]
-            seq = len(tx.runs(audit.audit_id)) + 1
+            seq = len(tx.runs(audit.audit_id, plan=False)) + 1
             run_id = f"A{audit.audit_id}-R{seq}"
             specs = []
             for n, plan in enumerate(plans, 1):
@@ -295,15 +295,17 @@ class AuditService:
                               spec.plan.tier_reason, str(spec.prompt_path)),
                     [c.task_id for c in spec.plan.cells],
                 )
-                for cell in spec.plan.cells:
-                    tx.update_cell(audit.audit_id, cell.task_id, state=CellState.ASSIGNED, now=now,
-                                   run_id=run_id, packet_id=spec.packet_id, reason=cell.reason)
-                write_atomic(spec.prompt_path, render_packet_prompt(
+                tx.assign_cells(audit.audit_id, run_id, spec.packet_id, spec.plan.cells, now)
+                # Written before the commit that makes the packet visible; a crash before it leaves an
+                # orphan file the next dispatch overwrites, so no temporary file or fsync per prompt.
+                write_derived(spec.prompt_path, render_packet_prompt(
                     prefix=prefix, run_id=run_id, packet_id=spec.packet_id, plan=spec.plan, files=files,
                     edges=edges, root=self.root, artifacts_dir=self.artifacts_dir,
                 ))
             tx.lease_packets(run_id, plan_doc["lease_expires_at"])
-            write_atomic(self.plan_path(run_id), json.dumps(plan_doc, indent=2) + "\n")
+            # Indented for people when small; compact (and fast to write) on large repositories.
+            indent = 2 if len(specs) <= 100 else None
+            write_atomic(self.plan_path(run_id), json.dumps(plan_doc, indent=indent) + "\n")
             tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="dispatch",
                    detail=f"run {run_id}: {len(specs)} packet(s), waves {plan_doc['waves']}", outcome="ok")
 
@@ -406,7 +408,7 @@ class AuditService:
             usage = usage if usage is not None else results.get("usage")
             results = results["results"]
         with self.store.read() as tx:
-            run = tx.run(run_id)
+            run = tx.run(run_id, plan=False)
             if run is None:
                 return self._refuse(run_id, packet_id, "/run_id", f"run {run_id!r} is unknown here; take run_id "
                                     "from the dispatch plan or the packet prompt you were given")
@@ -439,7 +441,7 @@ class AuditService:
         duplicate = previous is not None and previous[0] == digest
         if not duplicate:
             with self.store.write() as tx:
-                run_now = tx.run(run_id)
+                run_now = tx.run(run_id, plan=False)
                 if run_now is None or run_now.state != "open":
                     return self._refuse(run_id, packet_id, "/run_id",
                                         f"run {run_id} was merged while this submission was checked; call next_step")
@@ -487,7 +489,7 @@ class AuditService:
         now = self.now()
         changed = drift.detect(self.root, config, self._run_files(run_id))
         with self.store.write() as tx:
-            run = tx.run(run_id)
+            run = tx.run(run_id, plan=False)
             if run is None:
                 raise NotFoundError(f"run {run_id!r} is unknown; take run_id from the current step")
             audit = self._require_audit(tx)
@@ -521,7 +523,7 @@ class AuditService:
     def _run_files(self, run_id: str) -> list[FileRow]:
         """The manifest rows of the files a run's packets cover."""
         with self.store.read() as tx:
-            run = tx.run(run_id)
+            run = tx.run(run_id, plan=False)
             if run is None:
                 return []
             task_ids = [t for p in tx.packets(run_id) for t in tx.packet_task_ids(p.packet_id)]
@@ -542,7 +544,7 @@ class AuditService:
             cells = tx.cells(audit.audit_id)
             files = tx.files(audit.audit_id)
             raw = tx.findings(audit.audit_id)
-            runs = tx.runs(audit.audit_id)
+            runs = tx.runs(audit.audit_id, plan=False)
             by_lens = tx.cell_counts_by_lens(audit.audit_id)
         changed = []
         for f in files:

@@ -356,6 +356,13 @@ class Tx:
         ).fetchone()
         return int(row[0] or 0)
 
+    def assign_cells(self, audit_id: int, run_id: str, packet_id: str, cells: Iterable[Cell], now: str) -> None:
+        self.conn.executemany(
+            "UPDATE cells SET state = 'assigned', run_id = ?, packet_id = ?, reason = ?, updated_at = ?"
+            " WHERE audit_id = ? AND task_id = ?",
+            [(run_id, packet_id, c.reason, now, audit_id, c.task_id) for c in cells],
+        )
+
     def cell_counts(self, audit_id: int) -> dict[str, int]:
         rows = self.conn.execute(
             "SELECT state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY state", (audit_id,)
@@ -372,12 +379,17 @@ class Tx:
         return out
 
     # runs and packets -----------------------------------------------------------
-    def runs(self, audit_id: int) -> list[RunRow]:
-        rows = self.conn.execute("SELECT * FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,))
+    # A run's plan can be megabytes on a large repository: it is read only when ``plan=True``.
+    _RUN_COLUMNS = "run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size"
+
+    def runs(self, audit_id: int, *, plan: bool = True) -> list[RunRow]:
+        columns = "*" if plan else self._RUN_COLUMNS
+        rows = self.conn.execute(f"SELECT {columns} FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,))
         return [self._run(r) for r in rows]
 
-    def run(self, run_id: str) -> RunRow | None:
-        row = self.conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    def run(self, run_id: str, *, plan: bool = True) -> RunRow | None:
+        columns = "*" if plan else self._RUN_COLUMNS
+        row = self.conn.execute(f"SELECT {columns} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else self._run(row)
 
     @staticmethod
@@ -391,7 +403,7 @@ class Tx:
             created_at=r["created_at"],
             merged_at=r["merged_at"],
             wave_size=r["wave_size"],
-            plan=json.loads(r["plan"]),
+            plan=json.loads(r["plan"]) if "plan" in r.keys() else {},  # noqa: SIM118
         )
 
     def insert_run(self, run: RunRow) -> None:
