@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import stat
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -139,13 +140,13 @@ def _scan_file(root: Path, rel: str, config: SessionConfig) -> tuple[FileRow, st
         st = full.lstat()
     except FileNotFoundError:
         return skipped("missing from the working tree (deleted but still tracked)")
-    if full.is_symlink():
+    if stat.S_ISLNK(st.st_mode):
         target = full.resolve()
         real_root = root.resolve()
         if target != real_root and real_root not in target.parents:
             return skipped("symlink that leaves the repository root (not followed)")
         return skipped(f"symlink to {target.relative_to(real_root).as_posix()} (the target is reviewed instead)")
-    if not full.is_file():
+    if not stat.S_ISREG(st.st_mode):
         return skipped("not a regular file")
     if st.st_size > config.max_file_bytes:
         return skipped(

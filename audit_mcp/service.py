@@ -25,7 +25,7 @@ from audit_mcp.dispatch import (
 )
 from audit_mcp.errors import AuditError, ConfigError, NotFoundError, PathError
 from audit_mcp.failures import classify, cooldown_until
-from audit_mcp.files import resolve_inside, write_atomic, write_derived
+from audit_mcp.files import DerivedWriter, resolve_inside, write_atomic
 from audit_mcp.guards import clean_text, id_problem
 from audit_mcp.incremental import carry_forward, copy_findings
 from audit_mcp.ingest import ingest_run
@@ -288,20 +288,21 @@ class AuditService:
             plan_doc["lease_expires_at"] = _iso(lease_end(self._clock(), config.lease_seconds))
             tx.insert_run(RunRow(run_id, audit.audit_id, seq, "single" if single else "dispatch", "open", now,
                                  None, plan_doc["wave_size"], plan_doc))
-            for n, spec in enumerate(specs, 1):
-                tx.insert_packet(
-                    audit.audit_id,
-                    PacketRow(spec.packet_id, run_id, n, "issued", spec.plan.estimated_tokens, spec.plan.tier,
-                              spec.plan.tier_reason, str(spec.prompt_path)),
-                    [c.task_id for c in spec.plan.cells],
-                )
-                tx.assign_cells(audit.audit_id, run_id, spec.packet_id, spec.plan.cells, now)
-                # Written before the commit that makes the packet visible; a crash before it leaves an
-                # orphan file the next dispatch overwrites, so no temporary file or fsync per prompt.
-                write_derived(spec.prompt_path, render_packet_prompt(
-                    prefix=prefix, run_id=run_id, packet_id=spec.packet_id, plan=spec.plan, files=files,
-                    edges=edges, root=self.root, artifacts_dir=self.artifacts_dir,
-                ))
+            # Prompts are written before the commit that makes their packets visible; a crash before it
+            # leaves orphan files the next dispatch overwrites, so no temporary file or fsync per prompt.
+            with DerivedWriter() as prompts:
+                for n, spec in enumerate(specs, 1):
+                    prompts.write(spec.prompt_path, render_packet_prompt(
+                        prefix=prefix, run_id=run_id, packet_id=spec.packet_id, plan=spec.plan, files=files,
+                        edges=edges, root=self.root, artifacts_dir=self.artifacts_dir,
+                    ))
+                    tx.insert_packet(
+                        audit.audit_id,
+                        PacketRow(spec.packet_id, run_id, n, "issued", spec.plan.estimated_tokens, spec.plan.tier,
+                                  spec.plan.tier_reason, str(spec.prompt_path)),
+                        [c.task_id for c in spec.plan.cells],
+                    )
+                    tx.assign_cells(audit.audit_id, run_id, spec.packet_id, spec.plan.cells, now)
             tx.lease_packets(run_id, plan_doc["lease_expires_at"])
             # Indented for people when small; compact (and fast to write) on large repositories.
             indent = 2 if len(specs) <= 100 else None

@@ -156,6 +156,9 @@ class Store:
             conn.close()
 
 
+_CELL_COLUMNS = "task_id, path, start_line, end_line, lens, state, attempts, run_id, packet_id, reason, content_hash"
+
+
 def _cell(row: sqlite3.Row) -> Cell:
     return Cell(
         task_id=row["task_id"],
@@ -295,13 +298,14 @@ class Tx:
         )
 
     def cells(self, audit_id: int, states: Sequence[str] | None = None) -> list[Cell]:
-        sql = "SELECT * FROM cells WHERE audit_id = ?"
+        sql = f"SELECT {_CELL_COLUMNS} FROM cells WHERE audit_id = ?"
         args: list[Any] = [audit_id]
         if states is not None:
             sql += f" AND state IN ({','.join('?' for _ in states)})"
             args.extend(states)
         sql += " ORDER BY path, start_line, lens"
-        return [_cell(r) for r in self.conn.execute(sql, args)]
+        # Positional construction: this runs over every cell of large repositories.
+        return [Cell(*r) for r in self.conn.execute(sql, args)]
 
     def cells_by_id(self, audit_id: int, task_ids: Sequence[str]) -> dict[str, Cell]:
         found: dict[str, Cell] = {}
