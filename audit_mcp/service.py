@@ -272,8 +272,8 @@ class AuditService:
             pending = tx.cells(audit.audit_id, [CellState.PENDING])
             plans = pack(pending, files, edges, budget=budget, prefix_tokens=estimate_tokens(prefix))
             single = not caps.can_dispatch_subagents
-            if single:
-                plans = plans[:1]
+            # A run stays small enough for the host to read its step; the rest waits for the next run.
+            plans = plans[:1] if single else plans[:config.max_packets_per_run]
             seq = len(tx.runs(audit.audit_id, plan=False)) + 1
             run_id = f"A{audit.audit_id}-R{seq}"
             specs = []
