@@ -26,7 +26,7 @@ from audit_mcp.dispatch import (
 from audit_mcp.errors import AuditError, ConfigError, NotFoundError, PathError
 from audit_mcp.failures import classify, cooldown_until
 from audit_mcp.files import DerivedWriter, resolve_inside, write_atomic
-from audit_mcp.guards import clean_text, id_problem
+from audit_mcp.guards import capped, clean_text, id_problem
 from audit_mcp.incremental import carry_forward, copy_findings
 from audit_mcp.ingest import ingest_run
 from audit_mcp.intake import build_manifest
@@ -426,11 +426,13 @@ class AuditService:
         validator = PacketValidator(packet_id, cells, self._read_lines,
                                     lambda path: self._in_manifest(run.audit_id, path))
         outcome = validator.validate(results, usage)
-        warnings = [Problem(location=w.location, message=w.message) for w in outcome.warnings]
+        warnings = [Problem(location=loc, message=msg)
+                    for loc, msg in capped([(w.location, w.message) for w in outcome.warnings], "warnings")]
         if not outcome.accepted:
             return Receipt(
                 accepted=False, run_id=run_id, packet_id=packet_id,
-                errors=[Problem(location=e.location, message=e.message) for e in outcome.errors],
+                errors=[Problem(location=loc, message=msg)
+                        for loc, msg in capped([(e.location, e.message) for e in outcome.errors], "errors")],
                 warnings=warnings,
                 next_action="Nothing was recorded. Fix every error above and call submit_packet again with the "
                             "whole corrected results.",

@@ -150,3 +150,16 @@ def test_fuzzed_failure_reports_never_crash_and_a_merge_is_all_or_nothing(
         shutil.rmtree(artifacts)
 
     check()
+
+
+def test_a_submission_broken_everywhere_gets_a_receipt_of_bounded_size(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    service, plan = _dispatched(repo)
+    packet = plan["packets"][0]
+    broken = [{"task_id": f"T{n}-{'x' * 2000}", "status": "maybe", "summary": "", "findings": "none"}
+              for n in range(400)]
+    receipt = service.submit_packet(plan["run_id"], packet["packet_id"], broken)
+    assert not receipt.accepted
+    assert len(receipt.errors) <= 51 and "more errors not listed" in receipt.errors[-1].message
+    assert len(receipt.model_dump_json()) < 100_000  # about 25k tokens
