@@ -64,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host-model", metavar="MODEL")
     p.add_argument("--new-audit", action="store_true", help="start a fresh audit after a finished one")
     p.add_argument("--retry-blocked", action="store_true", help="clear a blocker whose cause is fixed")
+    p.add_argument("--since", metavar="REF",
+                   help="audit only files changed since this git ref (for an audit that starts now)")
 
     p = sub.add_parser("submit-packet", help="submit one packet's results (exit 2 when refused)")
     _common(p)
@@ -169,6 +171,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                 client_name="audit-mcp-cli",
                 new_audit=args.new_audit,
                 retry_blocked=args.retry_blocked,
+                since=args.since,
             )
             _emit(step)
             print(f"audit-mcp: step {step.step_kind}: read {step.prompt_path}", file=sys.stderr)

@@ -114,6 +114,7 @@ def build_server(
         host_model: str | None = None,
         new_audit: bool = False,
         retry_blocked: bool = False,
+        since: str | None = None,
     ) -> Step:
         """Advance the audit of a repository and return the one step the host must do next.
 
@@ -122,7 +123,7 @@ def build_server(
         blocked. Read the step's prompt (resource audit://step/current/prompt) and do exactly that.
         Host capability arguments are answers to a capability_check and are remembered for the audit.
         `new_audit` starts a fresh audit after a finished one; `retry_blocked` clears a blocker once
-        its cause is fixed.
+        its cause is fixed. `since` (a git ref) limits an audit that starts now to the files changed since it.
         """
         service = _call(lambda: registry.get(root))
         registry.current = service
@@ -136,7 +137,7 @@ def build_server(
         if host_max_active_subagents is not None and not 1 <= host_max_active_subagents <= 64:
             raise ToolError("host_max_active_subagents must be between 1 and 64")
         return _call(lambda: service.next_step(caps, client_name=_client_name(ctx), new_audit=new_audit,
-                                               retry_blocked=retry_blocked))
+                                               retry_blocked=retry_blocked, since=since))
 
     @server.tool(
         title="Submit a review packet",

@@ -128,11 +128,17 @@ class AuditService:
         client_name: str | None = None,
         new_audit: bool = False,
         retry_blocked: bool = False,
+        since: str | None = None,
     ) -> Step:
-        """Run every inline obligation, then return the one Step that needs the agent."""
+        """Run every inline obligation, then return the one Step that needs the agent.
+
+        ``since`` overrides the config's git ref for an audit that starts in this call (intake reads it).
+        """
         arguments = dict(capabilities or {})
         try:
             config = self.config()
+            if since:
+                config = config.model_copy(update={"since": since})
             lenses = resolve_lenses(config)
         except ConfigError as exc:
             return self._write_step(self._blocked(str(exc), hosts.resolve(arguments, {}, SessionConfig().host,

@@ -83,3 +83,14 @@ def test_since_in_a_directory_that_is_not_a_git_repository_blocks_with_the_fix(t
     (root / ".audit-mcp.toml").write_text('since = "main"\n')
     step = AuditService(root).next_step(CAPS)
     assert step.step_kind == "blocked" and "needs a git repository" in step.reason
+
+
+def test_next_step_since_on_the_command_line_narrows_a_new_audit(repo: Path) -> None:
+    (repo / "web" / "api.js").write_text((repo / "web" / "api.js").read_text() + "\n// touched\n")
+    git(repo, "commit", "-qam", "touch api")
+    exe = str(Path(sys.executable).with_name("audit-mcp"))
+    proc = subprocess.run([exe, "next-step", "--since", "HEAD~1", "--host-can-dispatch-subagents", "true",
+                           "--root", str(repo)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    step = json.loads(proc.stdout)
+    assert _files(_plan(step["artifact_paths"]["plan"])) == {"web/api.js"}
