@@ -498,7 +498,7 @@ class AuditService:
         now = self.now()
         changed = drift.detect(self.root, config, self._run_files(run_id))
         with self.store.write() as tx:
-            run = tx.run(run_id, plan=False)
+            run = tx.run(run_id)  # the whole plan: what the run was scheduled for
             if run is None:
                 raise NotFoundError(f"run {run_id!r} is unknown; take run_id from the current step")
             audit = self._require_audit(tx)
