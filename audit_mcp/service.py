@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp import drift, hosts
+from audit_mcp.batching import head_of_queue
 from audit_mcp.config import SessionConfig, load_config
 from audit_mcp.coverage import CellState, build_cells, completeness, totals
 from audit_mcp.dispatch import (
@@ -276,8 +277,11 @@ class AuditService:
             files = {f.path: f for f in tx.files(audit.audit_id)}
             edges = tx.edges(audit.audit_id)
             pending = tx.cells(audit.audit_id, [CellState.PENDING])
-            plans = pack(pending, files, edges, budget=budget, prefix_tokens=estimate_tokens(prefix))
             single = not caps.can_dispatch_subagents
+            prefix_tokens = estimate_tokens(prefix)
+            pending = head_of_queue(pending, files, packets=1 if single else config.max_packets_per_run,
+                                    room=max(1, budget - prefix_tokens))
+            plans = pack(pending, files, edges, budget=budget, prefix_tokens=prefix_tokens)
             # A run stays small enough for the host to read its step; the rest waits for the next run.
             plans = plans[:1] if single else plans[:config.max_packets_per_run]
             seq = len(tx.runs(audit.audit_id, plan=False)) + 1
