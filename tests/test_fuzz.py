@@ -19,7 +19,7 @@ from audit_mcp.service import AuditService
 from audit_mcp.store import DB_FILENAME
 from tests.conftest import ScriptedReviewer
 
-FUZZ = settings(max_examples=80, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=80, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 _NASTY_TEXT = st.sampled_from([
