@@ -9,6 +9,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+from mcp import Client
+
+from audit_mcp.server import build_server
 from audit_mcp.service import AuditService
 from tests.conftest import ScriptedReviewer
 
@@ -105,3 +109,25 @@ def test_a_restarted_host_gets_back_only_the_missing_packets_of_the_run_in_fligh
     prompt = Path(resumed["prompt_path"]).read_text()
     for packet in plan["packets"][1:]:
         assert packet["packet_id"] in prompt
+
+
+@pytest.mark.anyio
+async def test_over_mcp_an_expired_packet_is_reissued_and_its_late_submission_names_the_new_one(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    clock = FakeClock()
+    async with Client(build_server(repo, clock=clock)) as client:
+        step = (await client.call_tool("next_step", {"host_can_dispatch_subagents": True})).structured_content
+        assert step is not None
+        plan = json.loads((await client.read_resource(f"audit://runs/{step['run_id']}/dispatch-plan"))
+                          .contents[0].text)  # type: ignore[union-attr]
+        clock.advance(7200)
+        again = (await client.call_tool("next_step", {})).structured_content
+        assert again is not None and again["step_kind"] == "dispatch_review" and again["run_id"] != plan["run_id"]
+        packet = plan["packets"][0]
+        late = await client.call_tool("submit_packet", {"run_id": plan["run_id"], "packet_id": packet["packet_id"],
+                                                        "results": reviewer.results(packet)})
+        receipt = late.structured_content
+        assert receipt is not None and not receipt["accepted"]
+        assert again["run_id"] in receipt["errors"][0]["message"]
+        assert "superseded" in receipt["errors"][0]["message"]
