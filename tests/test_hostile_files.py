@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,11 @@ def test_hostile_files_in_a_directory_that_is_not_a_git_repository(
     (plain_repo / "app" / "blob.py").write_bytes(b"\x7fELF\0\0\x01binary")
     (plain_repo / "app" / "huge.py").write_text("x = 1\n" * 400_000)
     (plain_repo / "app" / "empty.py").write_text("")
+    os.mkfifo(plain_repo / "app" / "pipe.py")  # reading it would block forever
+    outside = tmp_path / "outside-dir"
+    outside.mkdir()
+    (outside / "stolen.py").write_text("SECRET = 'TOP-SECRET-TOKEN-5c1f'\n")
+    (plain_repo / "linked").symlink_to(outside, target_is_directory=True)
 
     service = AuditService(plain_repo)
     step = service.next_step(CAPS)
@@ -106,7 +112,8 @@ def test_hostile_files_in_a_directory_that_is_not_a_git_repository(
     plan = _plan(step.artifact_paths["plan"])
     files = {t["file"] for p in plan["packets"] for t in p["tasks"]}
     assert "app/latin1.py" in files
-    assert not files & {"leak.py", "app/blob.py", "app/huge.py", "app/empty.py"}
+    assert not files & {"leak.py", "app/blob.py", "app/huge.py", "app/empty.py", "app/pipe.py"}
+    assert not any(f.startswith("linked/") for f in files)
     for packet in plan["packets"]:
         if "app/latin1.py" in {t["file"] for t in packet["tasks"]}:
             assert "untrusted" in Path(packet["prompt_path"]).read_text()
@@ -115,7 +122,8 @@ def test_hostile_files_in_a_directory_that_is_not_a_git_repository(
     assert service.next_step().step_kind == "present_report"
     report = service.report()
     for path, why in [("leak.py", "leaves the repository root"), ("app/blob.py", "binary"),
-                      ("app/huge.py", "oversize"), ("app/empty.py", "empty")]:
+                      ("app/huge.py", "oversize"), ("app/empty.py", "empty"),
+                      ("app/pipe.py", "not a regular file")]:
         assert f"`{path}`: " in report and why in report
     artifacts = [p for p in service.artifacts_dir.rglob("*") if p.is_file()]
     assert artifacts and not any(b"TOP-SECRET-TOKEN" in p.read_bytes() for p in artifacts)
