@@ -8,8 +8,8 @@ margin; the rest stays pending for later runs.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from itertools import groupby
 
 from audit_mcp.packets import TOKENS_PER_TASK, unit_tokens
 from audit_mcp.store import Cell, FileRow
@@ -17,18 +17,20 @@ from audit_mcp.store import Cell, FileRow
 MARGIN = 1.5  # packets rarely fill their budget exactly, and neighbours travel together
 
 
-def head_of_queue(cells: Sequence[Cell], files: Mapping[str, FileRow], *, packets: int, room: int) -> list[Cell]:
-    """The pending cells the next run can hold (all of them when they fit anyway)."""
+def head_of_queue(cells: Iterable[Cell], files: Mapping[str, FileRow], *, packets: int, room: int) -> list[Cell]:
+    """The pending cells the next run can hold (all of them when they fit anyway).
+
+    ``cells`` come unit by unit in path order (``Tx.iter_cells``); reading stops once the run is full.
+    """
     capacity = packets * room * MARGIN
-    by_unit: dict[tuple[str, int, int], list[Cell]] = defaultdict(list)
-    for cell in cells:
-        by_unit[(cell.path, cell.start_line, cell.end_line)].append(cell)
     chosen: list[Cell] = []
     used = 0.0
-    for units, ((path, start, end), group) in enumerate(sorted(by_unit.items())):
+    units = groupby(cells, key=lambda c: (c.path, c.start_line, c.end_line))
+    for count, ((path, start, end), group) in enumerate(units):
         # A unit larger than the room still makes a packet of its own: count units as well as tokens.
-        if used >= capacity and units >= packets * MARGIN:
+        if used >= capacity and count >= packets * MARGIN:
             break
-        used += unit_tokens(files[path], start, end) + TOKENS_PER_TASK * len(group)
-        chosen.extend(group)
+        members = list(group)
+        used += unit_tokens(files[path], start, end) + TOKENS_PER_TASK * len(members)
+        chosen.extend(members)
     return chosen

@@ -276,11 +276,12 @@ class AuditService:
             audit = self._require_audit(tx)
             files = {f.path: f for f in tx.files(audit.audit_id)}
             edges = tx.edges(audit.audit_id)
-            pending = tx.cells(audit.audit_id, [CellState.PENDING])
             single = not caps.can_dispatch_subagents
             prefix_tokens = estimate_tokens(prefix)
-            pending = head_of_queue(pending, files, packets=1 if single else config.max_packets_per_run,
+            queue = tx.iter_cells(audit.audit_id, CellState.PENDING)
+            pending = head_of_queue(queue, files, packets=1 if single else config.max_packets_per_run,
                                     room=max(1, budget - prefix_tokens))
+            queue.close()
             plans = pack(pending, files, edges, budget=budget, prefix_tokens=prefix_tokens)
             # A run stays small enough for the host to read its step; the rest waits for the next run.
             plans = plans[:1] if single else plans[:config.max_packets_per_run]

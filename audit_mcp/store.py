@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -306,6 +306,19 @@ class Tx:
         sql += " ORDER BY path, start_line, lens"
         # Positional construction: this runs over every cell of large repositories.
         return [Cell(*r) for r in self.conn.execute(sql, args)]
+
+    def iter_cells(self, audit_id: int, state: str) -> Generator[Cell, None, None]:
+        """Cells in one state, unit by unit in path order, read lazily (the caller may stop early)."""
+        cursor = self.conn.execute(
+            f"SELECT {_CELL_COLUMNS} FROM cells WHERE audit_id = ? AND state = ?"
+            " ORDER BY path, start_line, end_line, lens",
+            (audit_id, state),
+        )
+        try:
+            while rows := cursor.fetchmany(2_000):
+                yield from (Cell(*r) for r in rows)
+        finally:
+            cursor.close()
 
     def cells_by_id(self, audit_id: int, task_ids: Sequence[str]) -> dict[str, Cell]:
         found: dict[str, Cell] = {}
