@@ -83,7 +83,7 @@ def _cells_for(after: FileRow, cells: list[Cell], config: SessionConfig, last: i
     ranges = chunk_ranges(after.line_count, config.chunk_threshold_lines, config.chunk_lines)
     if sorted({(c.start_line, c.end_line) for c in cells}) == ranges:
         return None
-    lenses = sorted({c.lens for c in cells}, key=[c.lens for c in cells].index)
+    lenses = {c.lens for c in cells}
     out = []
     for cell in build_cells([after], config):
         if cell.lens in lenses:
