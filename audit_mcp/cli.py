@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 
 from audit_mcp import __version__
 from audit_mcp.errors import AuditError, ConfigError
+from audit_mcp.http_auth import MIN_TOKEN_CHARS, TOKEN_ENV, BearerToken
 from audit_mcp.progress import TerminalProgress
 from audit_mcp.service import AuditService
 
@@ -50,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allowed-host", action="append", default=[],
                    help="Host header to accept when bound off loopback (repeatable; required there)")
     p.add_argument("--allowed-origin", action="append", default=[], help="Origin to accept (repeatable)")
+    p.add_argument("--token", default=None,
+                   help="require 'Authorization: Bearer TOKEN' on every HTTP request (default: $AUDIT_MCP_TOKEN; "
+                        "prefer the variable, a flag shows in the process list)")
 
     p = sub.add_parser("next-step", help="advance the audit and print the step to do next")
     _common(p)
@@ -63,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--analyzer-sarif", action="append", type=Path, default=[], metavar="FILE",
                    help="SARIF of a static analyzer whose alerts become leads for the reviewers (repeatable; "
                         "read when an audit starts)")
+    p.add_argument("--since", metavar="REF",
+                   help="audit only files changed since this git ref (for an audit that starts now)")
 
     p = sub.add_parser("submit-packet", help="submit one packet's results (exit 2 when refused)")
     _common(p)
@@ -152,8 +159,18 @@ def _serve(args: argparse.Namespace) -> int:
         hosts = list(args.allowed_host)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                          allowed_origins=list(args.allowed_origin))
-    print(f"audit-mcp: serving streamable HTTP on http://{args.host}:{args.port}/mcp", file=sys.stderr)
-    server.run("streamable-http", host=args.host, port=args.port, transport_security=security)
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(f"the bearer token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random ones")
+    print(f"audit-mcp: serving streamable HTTP on http://{args.host}:{args.port}/mcp"
+          f"{' (bearer token required)' if token else ''}", file=sys.stderr)
+    if token is None:
+        server.run("streamable-http", host=args.host, port=args.port, transport_security=security)
+        return EXIT_OK
+    import uvicorn
+
+    app = BearerToken(server.streamable_http_app(transport_security=security, host=args.host), token)
+    uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")).run()
     return EXIT_OK
 
 
@@ -213,6 +230,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                 retry_blocked=args.retry_blocked,
                 progress=bar,
                 analyzer_sarif=args.analyzer_sarif,
+                since=args.since,
             )
             bar.close()
             _emit(step)

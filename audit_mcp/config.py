@@ -87,6 +87,10 @@ class SessionConfig(_Strict):
     max_packet_tokens: Annotated[int, Field(ge=4_000)] = 60_000
     max_runs: Annotated[int, Field(ge=1)] = 30
     max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+    lease_seconds: Annotated[int, Field(ge=60)] = 7_200
+    max_packets_per_run: Annotated[int, Field(ge=1, le=2_000)] = 200
+    since: str | None = None
+    carry_forward: bool = True
     host: HostConfig = Field(default_factory=HostConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
+from types import TracebackType
 
 from audit_mcp.errors import PathError
 
@@ -22,6 +24,36 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_derived(path: Path, text: str) -> None:
+    """Write a file that is only read after a later commit names it (a packet prompt): plain and fast."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+
+
+class DerivedWriter:
+    """Writes derived files on a few threads while the caller goes on (creating files is slow on some
+    disks); leaving the ``with`` block waits for every write and re-raises the first error."""
+
+    def __init__(self, workers: int = 4) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="audit-mcp-write")
+        self._pending: list[Future[None]] = []
+
+    def write(self, path: Path, text: str) -> None:
+        self._pending.append(self._pool.submit(write_derived, path, text))
+
+    def __enter__(self) -> DerivedWriter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._pool.shutdown(wait=True)
+        if kind is None:
+            for future in self._pending:
+                future.result()
 
 
 def normalize_relpath(raw: str) -> str:

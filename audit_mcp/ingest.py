@@ -82,7 +82,7 @@ def _requeue(tx: Tx, audit_id: int, cell: Cell, max_attempts: int, why: str, now
 
 def _stop_on_repeat(tx: Tx, audit_id: int, run: RunRow, signature: str) -> None:
     """Every packet of this run and of the one before failed identically: retrying again would loop."""
-    previous = [r for r in tx.runs(audit_id) if r.seq == run.seq - 1]
+    previous = [r for r in tx.runs(audit_id, plan=False) if r.seq == run.seq - 1]
     if not previous:
         return
     before = [f for f in tx.failures(audit_id) if f["run_id"] == previous[0].run_id]

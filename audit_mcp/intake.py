@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import stat
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import pathspec
 
 from audit_mcp.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.errors import ConfigError
+from audit_mcp.incremental import changed_since
 from audit_mcp.languages import DOC_LANGUAGES, detect_language, import_edges
 from audit_mcp.store import FileRow
 
@@ -39,7 +41,8 @@ class Manifest:
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
     try:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False, timeout=120)
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False, timeout=120,
+                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
     except (FileNotFoundError, subprocess.TimeoutExpired):
         return None
 
@@ -137,13 +140,13 @@ def _scan_file(root: Path, rel: str, config: SessionConfig) -> tuple[FileRow, st
         st = full.lstat()
     except FileNotFoundError:
         return skipped("missing from the working tree (deleted but still tracked)")
-    if full.is_symlink():
+    if stat.S_ISLNK(st.st_mode):
         target = full.resolve()
         real_root = root.resolve()
         if target != real_root and real_root not in target.parents:
             return skipped("symlink that leaves the repository root (not followed)")
         return skipped(f"symlink to {target.relative_to(real_root).as_posix()} (the target is reviewed instead)")
-    if not full.is_file():
+    if not stat.S_ISREG(st.st_mode):
         return skipped("not a regular file")
     if st.st_size > config.max_file_bytes:
         return skipped(
@@ -165,6 +168,11 @@ def _scan_file(root: Path, rel: str, config: SessionConfig) -> tuple[FileRow, st
     text = data.decode("utf-8", errors="replace")
     lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     return FileRow(rel, language, len(data), lines, sha, "review", None), text
+
+
+def rescan(root: Path, rel: str, config: SessionConfig) -> FileRow:
+    """The manifest row ``rel`` would get now (the file may have changed or gone since intake)."""
+    return _scan_file(root.resolve(), rel, config)[0]
 
 
 def _filter(paths: list[str], config: SessionConfig, excluded_prefixes: list[str]) -> Iterator[str]:
@@ -192,9 +200,13 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
     is_git = _is_git_worktree(real_root)
     paths = _git_paths(real_root) if is_git else _walk_paths(real_root)
     excluded = [p for p in (artifacts_rel, ".git") if p]
+    changed = changed_since(real_root, config.since, is_git=is_git) if config.since else None
     rows: list[FileRow] = []
     texts: dict[str, str] = {}
     for rel in _filter(paths, config, excluded):
+        if changed is not None and rel not in changed:
+            rows.append(FileRow(rel, detect_language(rel), 0, 0, "", "skipped", f"unchanged since {config.since}"))
+            continue
         row, text = _scan_file(real_root, rel, config)
         rows.append(row)
         if text is not None:

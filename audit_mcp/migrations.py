@@ -120,6 +120,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         """,
     ),
     (
+        "0003_leases",
+        """
+        ALTER TABLE packets ADD COLUMN lease_expires_at TEXT;
+        CREATE INDEX packets_run ON packets (run_id, state)
+        """,
+    ),
+    (
         "0004_findings",
         """
         CREATE TABLE leads (

@@ -44,6 +44,7 @@ class PlannerState:
     max_runs: int
     host_can_dispatch: bool | None
     synthesized: bool
+    open_run_expired: int = 0
 
     def digest(self) -> tuple[object, ...]:
         return tuple(self.__dict__.values())
@@ -82,6 +83,12 @@ def _decide(s: PlannerState) -> Decision:
     if not s.has_cells:
         return Decision(Obligation.PLAN, Executor.INLINE, "the manifest is read: build the coverage matrix")
     if s.open_run_id is not None:
+        if s.open_run_expired:
+            return Decision(
+                Obligation.INGEST, Executor.INLINE,
+                f"{s.open_run_expired} packet(s) of run {s.open_run_id} passed their lease without a submission: "
+                "merge what arrived and return the rest to the queue",
+            )
         if s.open_run_submitted >= s.open_run_packets:
             return Decision(
                 Obligation.INGEST, Executor.INLINE,

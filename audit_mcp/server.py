@@ -72,7 +72,7 @@ class Registry:
             if service is None:
                 continue
             with service.store.read() as tx:
-                if tx.run(run_id) is not None:
+                if tx.run(run_id, plan=False) is not None:
                     return service
         return candidates[0] or self.get(None)
 
@@ -141,6 +141,7 @@ def build_server(
         host_model: str | None = None,
         new_audit: bool = False,
         retry_blocked: bool = False,
+        since: str | None = None,
     ) -> Step:
         """Advance the audit of a repository and return the one step the host must do next.
 
@@ -149,7 +150,7 @@ def build_server(
         blocked. Read the step's prompt (resource audit://step/current/prompt) and do exactly that.
         Host capability arguments are answers to a capability_check and are remembered for the audit.
         `new_audit` starts a fresh audit after a finished one; `retry_blocked` clears a blocker once
-        its cause is fixed.
+        its cause is fixed. `since` (a git ref) limits an audit that starts now to the files changed since it.
         """
         service = _call(lambda: registry.get(root))
         registry.current = service
@@ -165,7 +166,8 @@ def build_server(
         progress = _reporter(ctx)
         client = _client_name(ctx)
         return await anyio.to_thread.run_sync(lambda: _call(lambda: service.next_step(
-            caps, client_name=client, new_audit=new_audit, retry_blocked=retry_blocked, progress=progress)))
+            caps, client_name=client, new_audit=new_audit, retry_blocked=retry_blocked, progress=progress,
+            since=since)))
 
     @server.tool(
         title="Submit a review packet",

@@ -15,8 +15,9 @@ from typing import Any
 
 import httpx
 
-from audit_mcp import hosts
+from audit_mcp import drift, hosts
 from audit_mcp.analyzers import run_analyzers
+from audit_mcp.batching import head_of_queue
 from audit_mcp.comparison import compare
 from audit_mcp.config import AnalyzersConfig, SessionConfig, load_config
 from audit_mcp.coverage import CellState, build_cells, completeness, totals
@@ -30,11 +31,14 @@ from audit_mcp.dispatch import (
 )
 from audit_mcp.errors import AuditError, ConfigError, NotFoundError, PathError
 from audit_mcp.failures import classify, cooldown_until
-from audit_mcp.files import resolve_inside, write_atomic
+from audit_mcp.files import DerivedWriter, resolve_inside, write_atomic
+from audit_mcp.guards import capped, clean_text, id_problem
+from audit_mcp.incremental import carry_forward, copy_findings
 from audit_mcp.ingest import ingest_run
 from audit_mcp.intake import build_manifest
 from audit_mcp.leads import import_leads, lead_report, leads_in
 from audit_mcp.learned import LearnedStore, state_key
+from audit_mcp.leases import expired_failures, lease_end, superseded_message
 from audit_mcp.lenses import resolve_lenses
 from audit_mcp.limits import ResolvedLimits, resolve_limits
 from audit_mcp.models import (
@@ -54,7 +58,7 @@ from audit_mcp.report import ReportInput, render_json, render_markdown
 from audit_mcp.sarif import render_sarif
 from audit_mcp.scheduler import Learned, PacketLoad, RunOutcome, admissible_tokens, learn, schedule
 from audit_mcp.steps import StepContext, render_step
-from audit_mcp.store import AuditRow, PacketRow, RunRow, Store, Tx
+from audit_mcp.store import AuditRow, FileRow, PacketRow, RunRow, Store, Tx
 from audit_mcp.synthesis import synthesize
 from audit_mcp.validation import MAX_PAYLOAD_CHARS, PacketValidator
 from audit_mcp.views import quota_view, status_view
@@ -154,11 +158,13 @@ class AuditService:
         retry_blocked: bool = False,
         progress: Progress | None = None,
         analyzer_sarif: Sequence[Path] = (),
+        since: str | None = None,
     ) -> Step:
         """Run every inline obligation, then return the one Step that needs the agent.
 
         ``analyzer_sarif`` adds SARIF files to the config's ``analyzers.sarif``; they are read when an
-        audit starts.
+        audit starts. ``since`` overrides the config's git ref for an audit that starts in this call
+        (intake reads it).
         """
         arguments = dict(capabilities or {})
         try:
@@ -167,6 +173,8 @@ class AuditService:
                 # Paths from the command line are relative to the caller's directory; make them absolute.
                 sarif = [*config.analyzers.sarif, *(str(Path(p).resolve()) for p in analyzer_sarif)]
                 config = config.model_copy(update={"analyzers": AnalyzersConfig(sarif=sarif)})
+            if since:
+                config = config.model_copy(update={"since": since})
             lenses = resolve_lenses(config)
         except ConfigError as exc:
             return self._write_step(self._blocked(str(exc), hosts.resolve(arguments, {}, SessionConfig().host,
@@ -216,7 +224,7 @@ class AuditService:
             return PlannerState(False, False, None, None, 0, 0, 0, 0, 0, config.max_runs,
                                 caps.can_dispatch_subagents, False)
         counts = tx.cell_counts(audit.audit_id)
-        runs = tx.runs(audit.audit_id)
+        runs = tx.runs(audit.audit_id, plan=False)
         open_run = next((r for r in runs if r.state == "open"), None)
         packets = tx.packets(open_run.run_id) if open_run else []
         submitted = len(tx.submitted_packet_ids(open_run.run_id)) if open_run else 0
@@ -234,6 +242,7 @@ class AuditService:
             max_runs=config.max_runs,
             host_can_dispatch=caps.can_dispatch_subagents,
             synthesized=audit.synthesized_at is not None,
+            open_run_expired=len(tx.expired_packet_ids(open_run.run_id, self.now())) if open_run else 0,
         )
 
     def _run_inline(
@@ -254,9 +263,10 @@ class AuditService:
             case Obligation.INGEST:
                 with self.store.read() as tx:
                     audit = tx.current_audit()
-                    run = next(r for r in tx.runs(audit.audit_id) if r.state == "open") if audit else None
+                    run = next(r for r in tx.runs(audit.audit_id, plan=False) if r.state == "open") if audit else None
+                    expired = expired_failures(tx, run.run_id, self.now(), config.lease_seconds) if run else []
                 if run is not None:
-                    self.merge_and_ingest(run.run_id, [], actor="engine")
+                    self.merge_and_ingest(run.run_id, expired, actor="engine")
             case Obligation.SYNTHESIZE:
                 self._synthesize()
             case _:
@@ -294,10 +304,14 @@ class AuditService:
         now = self.now()
         with self.store.write() as tx:
             audit = self._require_audit(tx)
-            cells = build_cells(tx.files(audit.audit_id), config)
+            cells, carried, previous = carry_forward(tx, audit.audit_id, build_cells(tx.files(audit.audit_id), config),
+                                                     enabled=config.carry_forward)
             tx.insert_cells(audit.audit_id, cells, now)
+            kept = copy_findings(tx, audit.audit_id, previous, carried) if previous is not None else 0
             tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="plan",
-                   detail=f"{len(cells)} cell(s) over lenses {', '.join(audit.lenses)}", outcome="ok")
+                   detail=f"{len(cells)} cell(s) over lenses {', '.join(audit.lenses)}"
+                          + (f"; {len(carried)} carried forward from audit {previous} with {kept} finding(s), "
+                             "content unchanged" if carried else ""), outcome="ok")
 
     def limits(self, config: SessionConfig, model: str | None, provider: str | None = None) -> ResolvedLimits:
         return resolve_limits(model, provider, config.model)
@@ -324,14 +338,18 @@ class AuditService:
             audit = self._require_audit(tx)
             files = {f.path: f for f in tx.files(audit.audit_id)}
             edges = tx.edges(audit.audit_id)
-            pending = tx.cells(audit.audit_id, [CellState.PENDING])
             judged = {v.lead_id for v in tx.verdicts(audit.audit_id)}
             open_leads = [x for x in tx.leads(audit.audit_id) if x.lead_id not in judged]
-            plans = pack(pending, files, edges, budget=budget, prefix_tokens=estimate_tokens(prefix))
             single = not caps.can_dispatch_subagents
-            if single:
-                plans = plans[:1]
-            seq = len(tx.runs(audit.audit_id)) + 1
+            prefix_tokens = estimate_tokens(prefix)
+            queue = tx.iter_cells(audit.audit_id, CellState.PENDING)
+            pending = head_of_queue(queue, files, packets=1 if single else config.max_packets_per_run,
+                                    room=max(1, budget - prefix_tokens))
+            queue.close()
+            plans = pack(pending, files, edges, budget=budget, prefix_tokens=prefix_tokens)
+            # A run stays small enough for the host to read its step; the rest waits for the next run.
+            plans = plans[:1] if single else plans[:config.max_packets_per_run]
+            seq = len(tx.runs(audit.audit_id, plan=False)) + 1
             run_id = f"A{audit.audit_id}-R{seq}"
             specs = []
             for n, plan in enumerate(plans, 1):
@@ -347,25 +365,30 @@ class AuditService:
                 wave_cap=planned.wave_size, cooldown_until=cooldown, order=planned.order,
                 schedule=schedule_view(planned, pacing, key),
             )
+            plan_doc["lease_expires_at"] = _iso(lease_end(self._clock(), config.lease_seconds))
             tx.insert_run(RunRow(run_id, audit.audit_id, seq, "single" if single else "dispatch", "open", now,
                                  None, plan_doc["wave_size"], plan_doc))
-            for n, spec in enumerate(specs, 1):
-                tx.insert_packet(
-                    audit.audit_id,
-                    PacketRow(spec.packet_id, run_id, n, "issued", spec.plan.estimated_tokens, spec.plan.tier,
-                              spec.plan.tier_reason, str(spec.prompt_path)),
-                    [c.task_id for c in spec.plan.cells],
-                )
-                carried = leads_in(open_leads, [(u.path, u.start_line, u.end_line) for u in spec.plan.units])
-                tx.assign_leads(spec.packet_id, [x.lead_id for x in carried])
-                for cell in spec.plan.cells:
-                    tx.update_cell(audit.audit_id, cell.task_id, state=CellState.ASSIGNED, now=now,
-                                   run_id=run_id, packet_id=spec.packet_id, reason=cell.reason)
-                write_atomic(spec.prompt_path, render_packet_prompt(
-                    prefix=prefix, run_id=run_id, packet_id=spec.packet_id, plan=spec.plan, files=files,
-                    edges=edges, root=self.root, artifacts_dir=self.artifacts_dir, leads=carried,
-                ))
-            write_atomic(self.plan_path(run_id), json.dumps(plan_doc, indent=2) + "\n")
+            # Prompts are written before the commit that makes their packets visible; a crash before it
+            # leaves orphan files the next dispatch overwrites, so no temporary file or fsync per prompt.
+            with DerivedWriter() as prompts:
+                for n, spec in enumerate(specs, 1):
+                    carried = leads_in(open_leads, [(u.path, u.start_line, u.end_line) for u in spec.plan.units])
+                    prompts.write(spec.prompt_path, render_packet_prompt(
+                        prefix=prefix, run_id=run_id, packet_id=spec.packet_id, plan=spec.plan, files=files,
+                        edges=edges, root=self.root, artifacts_dir=self.artifacts_dir, leads=carried,
+                    ))
+                    tx.insert_packet(
+                        audit.audit_id,
+                        PacketRow(spec.packet_id, run_id, n, "issued", spec.plan.estimated_tokens, spec.plan.tier,
+                                  spec.plan.tier_reason, str(spec.prompt_path)),
+                        [c.task_id for c in spec.plan.cells],
+                    )
+                    tx.assign_leads(spec.packet_id, [x.lead_id for x in carried])
+                    tx.assign_cells(audit.audit_id, run_id, spec.packet_id, spec.plan.cells, now)
+            tx.lease_packets(run_id, plan_doc["lease_expires_at"])
+            # Indented for people when small; compact (and fast to write) on large repositories.
+            indent = 2 if len(specs) <= 100 else None
+            write_atomic(self.plan_path(run_id), json.dumps(plan_doc, indent=indent) + "\n")
             tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="dispatch",
                    detail=f"run {run_id}: {len(specs)} packet(s), waves {plan_doc['waves']}", outcome="ok")
 
@@ -393,6 +416,16 @@ class AuditService:
         return _iso(latest)
 
     def _synthesize(self) -> None:
+        with self.store.read() as tx:
+            audit = self._require_audit(tx)
+            files = tx.files(audit.audit_id)
+        config = self.config()
+        changed = drift.detect(self.root, config, files)
+        if changed:
+            with self.store.write() as tx:
+                requeued = drift.apply(tx, audit.audit_id, config, changed, self.now())
+            if requeued:
+                return  # the changed files go back to review before any report is written
         report = self.build_report_input()
         write_atomic(self.report_md_path, render_markdown(report))
         write_atomic(self.report_json_path, json.dumps(render_json(report), indent=2) + "\n")
@@ -451,6 +484,9 @@ class AuditService:
                        next_action="Fix the error above and submit again; nothing was recorded.")
 
     def submit_packet(self, run_id: str, packet_id: str, results: Any, usage: Any = None) -> Receipt:
+        for name, value in (("run_id", run_id), ("packet_id", packet_id)):
+            if problem := id_problem(name, value):
+                return self._refuse(clean_text(str(run_id)), clean_text(str(packet_id)), f"/{name}", problem)
         if isinstance(results, str):
             if len(results) > MAX_PAYLOAD_CHARS:
                 return self._refuse(run_id, packet_id, "/results",
@@ -466,7 +502,7 @@ class AuditService:
             usage = usage if usage is not None else results.get("usage")
             results = results["results"]
         with self.store.read() as tx:
-            run = tx.run(run_id)
+            run = tx.run(run_id, plan=False)
             if run is None:
                 return self._refuse(run_id, packet_id, "/run_id", f"run {run_id!r} is unknown here; take run_id "
                                     "from the dispatch plan or the packet prompt you were given")
@@ -476,11 +512,7 @@ class AuditService:
                 return self._refuse(run_id, packet_id, "/packet_id", f"packet {packet_id!r} is not in run "
                                     f"{run_id}; its packets are {ids}")
             if run.state != "open":
-                current = next((r.run_id for r in tx.runs(run.audit_id) if r.state == "open"), None)
-                hint = (f"the open run is {current}; its dispatch plan names the packet that now holds these "
-                        "tasks" if current else "call next_step to get the current work")
-                return self._refuse(run_id, packet_id, "/run_id",
-                                    f"run {run_id} is finished (merged), so packet {packet_id} is superseded; {hint}")
+                return self._refuse(run_id, packet_id, "/run_id", superseded_message(tx, run, packet_id))
             task_ids = tx.packet_task_ids(packet_id)
             cells = list(tx.cells_by_id(run.audit_id, task_ids).values())
             previous = tx.submission(packet_id)
@@ -488,11 +520,13 @@ class AuditService:
         validator = PacketValidator(packet_id, cells, self._read_lines,
                                     lambda path: self._in_manifest(run.audit_id, path), leads)
         outcome = validator.validate(results, usage)
-        warnings = [Problem(location=w.location, message=w.message) for w in outcome.warnings]
+        warnings = [Problem(location=loc, message=msg)
+                    for loc, msg in capped([(w.location, w.message) for w in outcome.warnings], "warnings")]
         if not outcome.accepted:
             return Receipt(
                 accepted=False, run_id=run_id, packet_id=packet_id,
-                errors=[Problem(location=e.location, message=e.message) for e in outcome.errors],
+                errors=[Problem(location=loc, message=msg)
+                        for loc, msg in capped([(e.location, e.message) for e in outcome.errors], "errors")],
                 warnings=warnings,
                 next_action="Nothing was recorded. Fix every error above and call submit_packet again with the "
                             "whole corrected results.",
@@ -504,7 +538,7 @@ class AuditService:
         duplicate = previous is not None and previous[0] == digest
         if not duplicate:
             with self.store.write() as tx:
-                run_now = tx.run(run_id)
+                run_now = tx.run(run_id, plan=False)
                 if run_now is None or run_now.state != "open":
                     return self._refuse(run_id, packet_id, "/run_id",
                                         f"run {run_id} was merged while this submission was checked; call next_step")
@@ -546,13 +580,16 @@ class AuditService:
                 raise ConfigError(f"failures[{i}] must be an object with packet_id and error (the text the host "
                                   "saw)")
             text = item.get("error") or item.get("error_text") or item.get("message") or ""
-            reported[item["packet_id"]] = str(text)[:4000] or "failed without an error text"
+            reported[item["packet_id"]] = clean_text(str(text)[:4000]) or "failed without an error text"
+        if problem := id_problem("run_id", run_id):
+            raise ConfigError(problem)
         config = self.config()
         half_life = pacing_settings(config.scheduler, None).half_life
         now = self.now()
         tell(progress, 1, 2, f"merging run {run_id} ({len(reported)} packet(s) reported failed)")
+        changed = drift.detect(self.root, config, self._run_files(run_id))
         with self.store.write() as tx:
-            run = tx.run(run_id)
+            run = tx.run(run_id)  # the whole plan: what the run was scheduled for
             if run is None:
                 raise NotFoundError(f"run {run_id!r} is unknown; take run_id from the current step")
             audit = self._require_audit(tx)
@@ -577,6 +614,7 @@ class AuditService:
                                f"{taught.hard_stop[:400]}. Raise the spend cap or wait for the usage window to "
                                "reset, then call next_step with retry_blocked=true.")
             tx.finish_run(run_id, now)
+            outcome.requeued += drift.apply(tx, audit.audit_id, config, changed, now)
             counts = tx.cell_counts(audit.audit_id)
             tx.log(now=now, audit_id=audit.audit_id, actor=actor, action="merge_and_ingest",
                    detail=f"run {run_id}: {outcome.merged} merged, {outcome.failed} failed, {outcome.covered} "
@@ -592,6 +630,16 @@ class AuditService:
             next_action="Call next_step now: it hands out what is still open, or writes the report.",
         )
 
+    def _run_files(self, run_id: str) -> list[FileRow]:
+        """The manifest rows of the files a run's packets cover."""
+        with self.store.read() as tx:
+            run = tx.run(run_id, plan=False)
+            if run is None:
+                return []
+            task_ids = [t for p in tx.packets(run_id) for t in tx.packet_task_ids(p.packet_id)]
+            paths = {c.path for c in tx.cells_by_id(run.audit_id, task_ids).values()}
+            return [f for path in sorted(paths) if (f := tx.file(run.audit_id, path)) is not None]
+
     # reports and views ----------------------------------------------------------------
     def _require_audit(self, tx: Tx) -> AuditRow:
         audit = tx.current_audit()
@@ -606,7 +654,7 @@ class AuditService:
             cells = tx.cells(audit.audit_id)
             files = tx.files(audit.audit_id)
             raw = tx.findings(audit.audit_id)
-            runs = tx.runs(audit.audit_id)
+            runs = tx.runs(audit.audit_id, plan=False)
             by_lens = tx.cell_counts_by_lens(audit.audit_id)
             baseline = tx.previous_audit(audit.audit_id)
             leads, verdicts = tx.leads(audit.audit_id), tx.verdicts(audit.audit_id)

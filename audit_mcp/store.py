@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,6 +157,9 @@ class Store:
             conn.close()
 
 
+_CELL_COLUMNS = "task_id, path, start_line, end_line, lens, state, attempts, run_id, packet_id, reason, content_hash"
+
+
 def _cell(row: sqlite3.Row) -> Cell:
     return Cell(
         task_id=row["task_id"],
@@ -218,6 +221,10 @@ class Tx:
         assert cur.lastrowid is not None
         return cur.lastrowid
 
+    def previous_audit_id(self, audit_id: int) -> int | None:
+        row = self.conn.execute("SELECT MAX(audit_id) FROM audits WHERE audit_id < ?", (audit_id,)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
     def set_host_caps(self, audit_id: int, caps: dict[str, Any]) -> None:
         self.conn.execute(
             "UPDATE audits SET host_caps = ? WHERE audit_id = ?", (json.dumps(caps, sort_keys=True), audit_id)
@@ -255,6 +262,20 @@ class Tx:
             for r in rows
         ]
 
+    def file(self, audit_id: int, path: str) -> FileRow | None:
+        row = self.conn.execute("SELECT * FROM files WHERE audit_id = ? AND path = ?", (audit_id, path)).fetchone()
+        if row is None:
+            return None
+        return FileRow(row["path"], row["language"], row["size"], row["line_count"], row["sha256"], row["scope"],
+                       row["skip_reason"])
+
+    def update_file(self, audit_id: int, r: FileRow) -> None:
+        self.conn.execute(
+            "UPDATE files SET language = ?, size = ?, line_count = ?, sha256 = ?, scope = ?, skip_reason = ?"
+            " WHERE audit_id = ? AND path = ?",
+            (r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, audit_id, r.path),
+        )
+
     def file_counts(self, audit_id: int) -> dict[str, int]:
         """Files of the manifest by scope (``review`` / ``skipped``)."""
         rows = self.conn.execute("SELECT scope, COUNT(*) FROM files WHERE audit_id = ? GROUP BY scope", (audit_id,))
@@ -288,13 +309,27 @@ class Tx:
         )
 
     def cells(self, audit_id: int, states: Sequence[str] | None = None) -> list[Cell]:
-        sql = "SELECT * FROM cells WHERE audit_id = ?"
+        sql = f"SELECT {_CELL_COLUMNS} FROM cells WHERE audit_id = ?"
         args: list[Any] = [audit_id]
         if states is not None:
             sql += f" AND state IN ({','.join('?' for _ in states)})"
             args.extend(states)
         sql += " ORDER BY path, start_line, lens"
-        return [_cell(r) for r in self.conn.execute(sql, args)]
+        # Positional construction: this runs over every cell of large repositories.
+        return [Cell(*r) for r in self.conn.execute(sql, args)]
+
+    def iter_cells(self, audit_id: int, state: str) -> Generator[Cell, None, None]:
+        """Cells in one state, unit by unit in path order, read lazily (the caller may stop early)."""
+        cursor = self.conn.execute(
+            f"SELECT {_CELL_COLUMNS} FROM cells WHERE audit_id = ? AND state = ?"
+            " ORDER BY path, start_line, end_line, lens",
+            (audit_id, state),
+        )
+        try:
+            while rows := cursor.fetchmany(2_000):
+                yield from (Cell(*r) for r in rows)
+        finally:
+            cursor.close()
 
     def cells_by_id(self, audit_id: int, task_ids: Sequence[str]) -> dict[str, Cell]:
         found: dict[str, Cell] = {}
@@ -326,6 +361,36 @@ class Tx:
             (state, attempts, run_id, packet_id, reason, now, audit_id, task_id),
         )
 
+    def cells_for_path(self, audit_id: int, path: str) -> list[Cell]:
+        rows = self.conn.execute(
+            "SELECT * FROM cells WHERE audit_id = ? AND path = ? ORDER BY start_line, task_id", (audit_id, path)
+        )
+        return [_cell(r) for r in rows]
+
+    def reset_cell(self, audit_id: int, task_id: str, *, state: str, content_hash: str, reason: str, now: str) -> None:
+        """Back to ``state`` with a fresh retry budget, for content that changed under a review."""
+        self.conn.execute(
+            "UPDATE cells SET state = ?, attempts = 0, run_id = NULL, packet_id = NULL, reason = ?, content_hash = ?,"
+            " updated_at = ? WHERE audit_id = ? AND task_id = ?",
+            (state, reason, content_hash, now, audit_id, task_id),
+        )
+
+    def delete_cells(self, audit_id: int, task_ids: Sequence[str]) -> None:
+        self.conn.executemany("DELETE FROM cells WHERE audit_id = ? AND task_id = ?", [(audit_id, t) for t in task_ids])
+
+    def max_task_number(self, audit_id: int) -> int:
+        row = self.conn.execute(
+            "SELECT MAX(CAST(SUBSTR(task_id, 2) AS INTEGER)) FROM cells WHERE audit_id = ?", (audit_id,)
+        ).fetchone()
+        return int(row[0] or 0)
+
+    def assign_cells(self, audit_id: int, run_id: str, packet_id: str, cells: Iterable[Cell], now: str) -> None:
+        self.conn.executemany(
+            "UPDATE cells SET state = 'assigned', run_id = ?, packet_id = ?, reason = ?, updated_at = ?"
+            " WHERE audit_id = ? AND task_id = ?",
+            [(run_id, packet_id, c.reason, now, audit_id, c.task_id) for c in cells],
+        )
+
     def cell_counts(self, audit_id: int) -> dict[str, int]:
         rows = self.conn.execute(
             "SELECT state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY state", (audit_id,)
@@ -342,12 +407,17 @@ class Tx:
         return out
 
     # runs and packets -----------------------------------------------------------
-    def runs(self, audit_id: int) -> list[RunRow]:
-        rows = self.conn.execute("SELECT * FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,))
+    # A run's plan can be megabytes on a large repository: it is read only when ``plan=True``.
+    _RUN_COLUMNS = "run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size"
+
+    def runs(self, audit_id: int, *, plan: bool = True) -> list[RunRow]:
+        columns = "*" if plan else self._RUN_COLUMNS
+        rows = self.conn.execute(f"SELECT {columns} FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,))
         return [self._run(r) for r in rows]
 
-    def run(self, run_id: str) -> RunRow | None:
-        row = self.conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    def run(self, run_id: str, *, plan: bool = True) -> RunRow | None:
+        columns = "*" if plan else self._RUN_COLUMNS
+        row = self.conn.execute(f"SELECT {columns} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else self._run(row)
 
     @staticmethod
@@ -361,7 +431,7 @@ class Tx:
             created_at=r["created_at"],
             merged_at=r["merged_at"],
             wave_size=r["wave_size"],
-            plan=json.loads(r["plan"]),
+            plan=json.loads(r["plan"]) if "plan" in r.keys() else {},  # noqa: SIM118
         )
 
     def insert_run(self, run: RunRow) -> None:
@@ -415,6 +485,32 @@ class Tx:
     def set_packet_state(self, packet_id: str, state: str) -> None:
         self.conn.execute("UPDATE packets SET state = ? WHERE packet_id = ?", (state, packet_id))
 
+    def lease_packets(self, run_id: str, expires_at: str) -> None:
+        self.conn.execute("UPDATE packets SET lease_expires_at = ? WHERE run_id = ?", (expires_at, run_id))
+
+    def expired_packet_ids(self, run_id: str, now: str) -> list[str]:
+        """Packets of the run whose lease has ended without an accepted submission."""
+        rows = self.conn.execute(
+            "SELECT packet_id FROM packets p WHERE run_id = ? AND lease_expires_at IS NOT NULL"
+            " AND lease_expires_at <= ? AND NOT EXISTS (SELECT 1 FROM submissions s WHERE s.packet_id = p.packet_id)"
+            " ORDER BY seq",
+            (run_id, now),
+        )
+        return [r[0] for r in rows]
+
+    def assigned_packets(self, audit_id: int, task_ids: Sequence[str]) -> list[str]:
+        """The packets that hold any of these tasks now."""
+        found: set[str] = set()
+        for i in range(0, len(task_ids), 500):
+            batch = task_ids[i : i + 500]
+            rows = self.conn.execute(
+                "SELECT DISTINCT packet_id FROM cells WHERE audit_id = ? AND state = 'assigned'"
+                f" AND task_id IN ({','.join('?' for _ in batch)})",
+                [audit_id, *batch],
+            )
+            found.update(r[0] for r in rows if r[0])
+        return sorted(found)
+
     def packet_task_ids(self, packet_id: str) -> list[str]:
         rows = self.conn.execute(
             "SELECT task_id FROM packet_tasks WHERE packet_id = ? ORDER BY task_id", (packet_id,)
@@ -446,6 +542,14 @@ class Tx:
             "INSERT INTO findings (audit_id, run_id, packet_id, task_id, lens, payload) VALUES (?,?,?,?,?,?)",
             (audit_id, run_id, packet_id, task_id, lens, json.dumps(payload, sort_keys=True)),
         )
+
+    def delete_findings(self, audit_id: int, task_ids: Sequence[str]) -> int:
+        """Withdraw the findings of these tasks; returns how many."""
+        removed = 0
+        for task_id in task_ids:
+            cur = self.conn.execute("DELETE FROM findings WHERE audit_id = ? AND task_id = ?", (audit_id, task_id))
+            removed += cur.rowcount
+        return removed
 
     def findings(self, audit_id: int) -> list[dict[str, Any]]:
         rows = self.conn.execute(

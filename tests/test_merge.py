@@ -110,7 +110,7 @@ def test_a_partly_submitted_run_is_handed_back_with_only_the_missing_packets(
 def test_a_new_audit_after_a_finished_one_starts_over_and_its_report_is_provisional(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
-    (repo / ".audit-mcp.toml").write_text('lenses = ["security"]\n')
+    (repo / ".audit-mcp.toml").write_text('lenses = ["security"]\ncarry_forward = false\n')
     service = AuditService(repo)
     step = service.next_step({"can_dispatch_subagents": True})
     plan = _plan(step.artifact_paths["plan"])

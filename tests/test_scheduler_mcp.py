@@ -56,7 +56,9 @@ async def _clean_run(client: Client, reviewer: ScriptedReviewer, plan: dict[str,
 async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
-    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n')
+    # carry_forward off: the second audit below reviews everything again instead of keeping the first's cells.
+    (repo / ".audit-mcp.toml").write_text(
+        'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\ncarry_forward = false\n')
     clock = FakeClock()
     async with Client(build_server(repo, clock=clock)) as client:
         await _call(client, "next_step", {"root": str(repo)})
