@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from audit_mcp.config import SessionConfig
 from audit_mcp.lenses import LensSelector
-from audit_mcp.store import Cell, FileRow
+from audit_mcp.store import Cell, FileRow, Matrix
 
 
 class CellState(StrEnum):
@@ -30,31 +30,32 @@ def chunk_ranges(line_count: int, threshold: int, chunk_lines: int) -> list[tupl
     return [(start, min(line_count, start + chunk_lines - 1)) for start in range(1, line_count + 1, chunk_lines)]
 
 
-def build_cells(files: Sequence[FileRow], config: SessionConfig) -> list[Cell]:
-    """Every cell of the matrix, in a stable order with stable task ids."""
+def build_matrix(files: Sequence[FileRow], config: SessionConfig) -> Matrix:
+    """The units of every file in scope, in a stable order, and the lenses that apply to each."""
     selector = LensSelector(config)
-    cells: list[Cell] = []
+    sets: dict[tuple[str, ...], int] = {}
+    units: list[tuple[str, int, int, str, int]] = []
+    threshold, chunk = config.chunk_threshold_lines, config.chunk_lines
     for row in files:
         if row.scope != "review":
             continue
-        lenses = selector.for_path(row.path)
-        for start, end in chunk_ranges(row.line_count, config.chunk_threshold_lines, config.chunk_lines):
-            for lens in lenses:
-                cells.append(
-                    Cell(
-                        task_id=f"T{len(cells) + 1:05d}",
-                        path=row.path,
-                        start_line=start,
-                        end_line=end,
-                        lens=lens,
-                        state=CellState.PENDING,
-                        attempts=0,
-                        run_id=None,
-                        packet_id=None,
-                        reason=None,
-                        content_hash=row.sha256,
-                    )
-                )
+        lenses = tuple(selector.for_path(row.path))
+        if not lenses:
+            continue
+        index = sets.setdefault(lenses, len(sets))
+        for start, end in chunk_ranges(row.line_count, threshold, chunk):
+            units.append((row.path, start, end, row.sha256, index))
+    return Matrix(units, list(sets))
+
+
+def build_cells(files: Sequence[FileRow], config: SessionConfig) -> list[Cell]:
+    """Every cell of the matrix, in a stable order with stable task ids."""
+    matrix = build_matrix(files, config)
+    cells: list[Cell] = []
+    for path, start, end, content_hash, index in matrix.units:
+        for lens in matrix.lens_sets[index]:
+            cells.append(Cell(f"T{len(cells) + 1:05d}", path, start, end, lens, CellState.PENDING, 0, None, None,
+                              None, content_hash))
     return cells
 
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from audit_mcp.coverage import DONE_STATES
 from audit_mcp.errors import ConfigError
-from audit_mcp.store import Cell, Tx
+from audit_mcp.store import Tx
 
 _FINDING_META = ("finding_id", "run_id", "packet_id", "task_id", "lens")
 
@@ -48,30 +46,29 @@ def changed_since(root: Path, ref: str, *, is_git: bool) -> set[str]:
     return out
 
 
-def carry_forward(
-    tx: Tx, audit_id: int, cells: Sequence[Cell], *, enabled: bool = True
-) -> tuple[list[Cell], dict[str, str], int | None]:
-    """Cells of the new audit, with those unchanged since the previous audit already covered.
+def carry_forward(tx: Tx, audit_id: int, now: str, *, enabled: bool = True) -> tuple[dict[str, str], int | None]:
+    """Mark the new audit's cells that an earlier audit already covered, unchanged, as covered.
 
     A cell carries over when the previous audit covered the same file range under the same lens and the
-    file's content hash is the same. Returns the cells, a map new task id → previous task id for the
-    carried ones (their findings come along), and the previous audit's id.
+    file's content hash is the same. Returns a map new task id → previous task id for the carried cells
+    (their findings come along) and the previous audit's id.
     """
     previous = tx.previous_audit_id(audit_id)
     if previous is None or not enabled:
-        return list(cells), {}, None
+        return {}, None
     done = {(c.path, c.start_line, c.end_line, c.lens, c.content_hash): c for c in tx.cells(previous, DONE_STATES)}
-    out: list[Cell] = []
+    if not done:
+        return {}, previous
     carried: dict[str, str] = {}
-    for cell in cells:
+    updates: list[tuple[str, str, str | None, str | None, str]] = []
+    reason = f"carried forward from audit {previous}: content unchanged"
+    for cell in tx.cells(audit_id):
         old = done.get((cell.path, cell.start_line, cell.end_line, cell.lens, cell.content_hash))
-        if old is None:
-            out.append(cell)
-            continue
-        carried[cell.task_id] = old.task_id
-        out.append(replace(cell, state=old.state, run_id=old.run_id, packet_id=old.packet_id,
-                           reason=f"carried forward from audit {previous}: content unchanged"))
-    return out, carried, previous
+        if old is not None:
+            carried[cell.task_id] = old.task_id
+            updates.append((cell.task_id, old.state, old.run_id, old.packet_id, reason))
+    tx.carry_cells(audit_id, updates, now)
+    return carried, previous
 
 
 def copy_findings(tx: Tx, audit_id: int, previous: int, carried: dict[str, str]) -> int:

@@ -52,6 +52,7 @@ def chars_per_token(language: str) -> float:
     return _CHARS_PER_TOKEN.get(language, DEFAULT_CHARS_PER_TOKEN)
 
 
+_PY_IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t].*$", re.M)
 _PY_IMPORT = re.compile(r"^\s*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.M)
 _PY_FROM = re.compile(r"^\s*from\s+(\.*)([\w.]*)\s+import\s+([\w*, ()]+)", re.M)
 _JS_SPEC = re.compile(
@@ -61,6 +62,11 @@ _JS_EXTS = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts")
 
 
 def _python_targets(path: str, text: str) -> Iterable[str]:
+    for line in _PY_IMPORT_LINE.finditer(text):  # cheap pre-filter: only lines that can import
+        yield from _python_line_targets(path, line.group(0))
+
+
+def _python_line_targets(path: str, text: str) -> Iterable[str]:
     package = posixpath.dirname(path)
     for match in _PY_IMPORT.finditer(text):
         for name in match.group(1).split(","):

@@ -153,4 +153,11 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    (
+        "0005_queue_index",
+        """
+        DROP INDEX cells_state;
+        CREATE INDEX cells_queue ON cells (audit_id, state, path, start_line, end_line, lens)
+        """,
+    ),
 )

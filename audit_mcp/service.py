@@ -20,7 +20,7 @@ from audit_mcp.analyzers import run_analyzers
 from audit_mcp.batching import head_of_queue
 from audit_mcp.comparison import compare
 from audit_mcp.config import AnalyzersConfig, SessionConfig, load_config
-from audit_mcp.coverage import CellState, build_cells, completeness, totals
+from audit_mcp.coverage import CellState, build_matrix, completeness, totals
 from audit_mcp.dispatch import (
     TIER_ORDER,
     PacketSpec,
@@ -304,12 +304,11 @@ class AuditService:
         now = self.now()
         with self.store.write() as tx:
             audit = self._require_audit(tx)
-            cells, carried, previous = carry_forward(tx, audit.audit_id, build_cells(tx.files(audit.audit_id), config),
-                                                     enabled=config.carry_forward)
-            tx.insert_cells(audit.audit_id, cells, now)
+            count = tx.insert_matrix(audit.audit_id, build_matrix(tx.files(audit.audit_id), config), now)
+            carried, previous = carry_forward(tx, audit.audit_id, now, enabled=config.carry_forward)
             kept = copy_findings(tx, audit.audit_id, previous, carried) if previous is not None else 0
             tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="plan",
-                   detail=f"{len(cells)} cell(s) over lenses {', '.join(audit.lenses)}"
+                   detail=f"{count} cell(s) over lenses {', '.join(audit.lenses)}"
                           + (f"; {len(carried)} carried forward from audit {previous} with {kept} finding(s), "
                              "content unchanged" if carried else ""), outcome="ok")
 

@@ -38,6 +38,19 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class Matrix:
+    """The matrix in compact form: review units in order, each with the index of its set of lenses.
+
+    Cell ``n`` (task id ``T{n:05d}``, counted from 1) is the n-th (unit, lens) pair, units in order and
+    each unit's lenses in the order of its set. ``coverage.build_cells`` expands it; the store inserts it in one
+    statement.
+    """
+
+    units: list[tuple[str, int, int, str, int]]  # path, start line, end line, content hash, lens set index
+    lens_sets: list[tuple[str, ...]]
+
+
+@dataclass(frozen=True)
 class FileRow:
     path: str
     language: str
@@ -248,19 +261,11 @@ class Tx:
         )
 
     def files(self, audit_id: int) -> list[FileRow]:
-        rows = self.conn.execute("SELECT * FROM files WHERE audit_id = ? ORDER BY path", (audit_id,))
-        return [
-            FileRow(
-                path=r["path"],
-                language=r["language"],
-                size=r["size"],
-                line_count=r["line_count"],
-                sha256=r["sha256"],
-                scope=r["scope"],
-                skip_reason=r["skip_reason"],
-            )
-            for r in rows
-        ]
+        rows = self.conn.execute(
+            "SELECT path, language, size, line_count, sha256, scope, skip_reason FROM files WHERE audit_id = ?"
+            " ORDER BY path", (audit_id,))
+        # Positional construction: this runs over every file of large repositories.
+        return [FileRow(*r) for r in rows]
 
     def file(self, audit_id: int, path: str) -> FileRow | None:
         row = self.conn.execute("SELECT * FROM files WHERE audit_id = ? AND path = ?", (audit_id, path)).fetchone()
@@ -306,6 +311,47 @@ class Tx:
                 )
                 for c in cells
             ],
+        )
+
+    def insert_matrix(self, audit_id: int, matrix: Matrix, now: str) -> int:
+        """Insert every cell of ``matrix`` as pending, numbered as ``coverage.build_cells`` numbers them.
+
+        The (unit, lens) pairs are expanded inside SQLite: on large repositories this is several times
+        faster than building and binding one row per cell. Returns how many cells were inserted.
+        """
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS matrix_units (seq INTEGER PRIMARY KEY, path TEXT,"
+                          " start_line INTEGER, end_line INTEGER, content_hash TEXT, lens_set INTEGER)")
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS matrix_lenses (lens_set INTEGER, ord INTEGER, lens TEXT,"
+                          " PRIMARY KEY (lens_set, ord))")
+        try:
+            self.conn.execute("DELETE FROM matrix_units")
+            self.conn.execute("DELETE FROM matrix_lenses")
+            self.conn.executemany("INSERT INTO matrix_units (path, start_line, end_line, content_hash, lens_set)"
+                                  " VALUES (?, ?, ?, ?, ?)", matrix.units)
+            self.conn.executemany("INSERT INTO matrix_lenses (lens_set, ord, lens) VALUES (?, ?, ?)",
+                                  [(i, n, lens) for i, lenses in enumerate(matrix.lens_sets)
+                                   for n, lens in enumerate(lenses)])
+            cursor = self.conn.execute(
+                "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts, run_id,"
+                " packet_id, reason, content_hash, updated_at)"
+                " SELECT ?, printf('T%05d', ROW_NUMBER() OVER (ORDER BY u.seq, l.ord)), u.path, u.start_line,"
+                " u.end_line, l.lens, 'pending', 0, NULL, NULL, NULL, u.content_hash, ?"
+                " FROM matrix_units u JOIN matrix_lenses l ON l.lens_set = u.lens_set ORDER BY u.seq, l.ord",
+                (audit_id, now),
+            )
+            return cursor.rowcount
+        finally:
+            self.conn.execute("DELETE FROM matrix_units")
+            self.conn.execute("DELETE FROM matrix_lenses")
+
+    def carry_cells(self, audit_id: int, carried: Iterable[tuple[str, str, str | None, str | None, str]],
+                    now: str) -> None:
+        """Set cells (task id, state, run id, packet id, reason) carried over from an earlier audit."""
+        self.conn.executemany(
+            "UPDATE cells SET state = ?, run_id = ?, packet_id = ?, reason = ?, updated_at = ?"
+            " WHERE audit_id = ? AND task_id = ?",
+            [(state, run_id, packet_id, reason, now, audit_id, task_id)
+             for task_id, state, run_id, packet_id, reason in carried],
         )
 
     def cells(self, audit_id: int, states: Sequence[str] | None = None) -> list[Cell]:
