@@ -191,14 +191,13 @@ def _scan_file(root: Path, rel: str, config: SessionConfig) -> tuple[FileRow, st
 
 def _read_all(fd: int, size: int, limit: int) -> bytes:
     """The file's bytes up to ``limit + 1`` of them (it may have grown since its size was read)."""
-    chunks: list[bytes] = []
-    total = 0
-    request = min(size, limit) + 1  # one read takes a file that did not change
-    while total <= limit and (more := os.read(fd, min(request, limit + 1 - total))):
+    chunks = [os.read(fd, min(size, limit) + 1)]
+    total = len(chunks[0])
+    # Reads stay small (a large request allocates its whole buffer first, even at the end of the file).
+    while total <= limit and (more := os.read(fd, min(1 << 16, limit + 1 - total))):
         chunks.append(more)
         total += len(more)
-        request = 1 << 20
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def rescan(root: Path, rel: str, config: SessionConfig) -> FileRow:
