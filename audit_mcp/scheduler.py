@@ -35,6 +35,7 @@ DECREASE_INTERVAL = timedelta(seconds=60)
 DEFAULT_COOLDOWN = timedelta(seconds=60)
 PESSIMISTIC_FIRST_CALL = 1.25  # the first call carries the packet text plus the system prompt and tools
 MAX_LEARNED_CAP = 64
+RUN_WEIGHT = 0.5  # how far one merged run moves the learned run profile
 
 
 @dataclass(frozen=True)
@@ -250,14 +251,20 @@ def _ewma(old: float | None, new: float, weight: float = 0.3) -> float:
 
 
 def _calibrate(learned: Learned, outcome: RunOutcome) -> Learned:
-    """Fold reported usage (tokens, calls, seconds per run) into the run profile."""
-    for usage, estimate in zip(outcome.usage, outcome.estimated_tokens, strict=False):
-        if usage.get("input_tokens") and estimate:
-            learned = replace(learned, input_ratio=_ewma(learned.input_ratio, usage["input_tokens"] / estimate))
-        if usage.get("output_tokens"):
-            learned = replace(learned, output_tokens=_ewma(learned.output_tokens, usage["output_tokens"]))
-        if usage.get("api_calls"):
-            learned = replace(learned, calls=_ewma(learned.calls, usage["api_calls"]))
-        if usage.get("seconds") and not outcome.rate_limited:  # throttled runs are slow for the wrong reason
-            learned = replace(learned, run_seconds=_ewma(learned.run_seconds, usage["seconds"]))
+    """Fold reported usage (tokens, calls, seconds per run) into the run profile, once per merged run.
+
+    The input ratio is the run's total over its total estimate, not a mean of per-packet ratios: small
+    packets carry the same fixed overhead per call and would otherwise inflate it.
+    """
+    pairs = list(zip(outcome.usage, outcome.estimated_tokens, strict=False))
+    charged = [(u["input_tokens"], e) for u, e in pairs if u.get("input_tokens") and e]
+    if charged:
+        ratio = sum(i for i, _ in charged) / sum(e for _, e in charged)
+        learned = replace(learned, input_ratio=_ewma(learned.input_ratio, ratio, RUN_WEIGHT))
+    for key, attr in (("output_tokens", "output_tokens"), ("api_calls", "calls"), ("seconds", "run_seconds")):
+        if key == "seconds" and outcome.rate_limited:
+            continue  # throttled runs are slow for the wrong reason
+        seen = [u[key] for u, _ in pairs if u.get(key)]
+        if seen:
+            learned = replace(learned, **{attr: _ewma(getattr(learned, attr), sum(seen) / len(seen), RUN_WEIGHT)})
     return learned

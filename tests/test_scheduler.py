@@ -136,3 +136,11 @@ def test_the_forecast_is_held_back_by_token_rates_only_when_they_are_known(confi
     f = schedule(limits(*LOW, confidence=confidence), Learned(), 16, "rolling", packets(16), NOW).forecast
     by_tokens = f.estimated_input_tokens / (LOW[1] / 60)
     assert (f.seconds_low >= int(by_tokens)) is token_bound
+
+
+def test_usage_calibrates_the_input_ratio_by_run_totals_not_per_packet_ratios() -> None:
+    # Small packets pay the same fixed overhead per call; a mean of ratios would say 4.5.
+    outcome = RunOutcome(launched=2, wave_size=2, succeeded=2, rate_limited=0,
+                         usage=[{"input_tokens": 30_000.0}, {"input_tokens": 12_000.0}],
+                         estimated_tokens=[10_000, 2_000])
+    assert learn(Learned(), outcome, NOW, 4, DAY).input_ratio == pytest.approx(3.5)
