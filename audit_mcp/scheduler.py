@@ -11,6 +11,11 @@ context). Only limits known with medium or high confidence bind; built-in guesse
 are left to the learned cap. The learned cap moves by AIMD (+1 after a clean, well-used wave,
 halved at most once a minute on rate-limit failures) and decays back toward
 the physical cap with a half-life.
+
+Within a run, launches are paced: each packet gets an earliest start (seconds
+after the run begins) from a virtual token bucket per known limit, so a wave's
+first calls do not collide and the runs draw on the tightest bucket a little
+slower than it refills. Nothing is paced when only the host's slots bind.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ UNCACHED_INPUT_RATIO = 8.0
 DEFAULT_OUTPUT_TOKENS = 6_000
 DEFAULT_CALLS = 15
 TARGET_UTILISATION = 0.85
+PACING_UTILISATION = 0.9  # launch pacing keeps each bucket's draw a little under its refill
+_PER_MINUTE = ("input_tokens_per_minute", "output_tokens_per_minute", "requests_per_minute")
 DECREASE_INTERVAL = timedelta(seconds=60)
 DEFAULT_COOLDOWN = timedelta(seconds=60)
 PESSIMISTIC_FIRST_CALL = 1.25  # the first call carries the packet text plus the system prompt and tools
@@ -88,6 +95,10 @@ class Schedule:
     oversize: list[str]
     forecast: Forecast
     reasoning: str
+    # Pacing within a run: seconds between starts once the burst is spent, and each packet's earliest
+    # start (seconds after the run begins, aligned with ``order``); zeros when no known limit binds.
+    launch_interval_seconds: float
+    launch_offsets: list[float]
 
 
 def decayed_cap(learned: Learned, prior: float, now: datetime, half_life: timedelta) -> float | None:
@@ -106,20 +117,66 @@ def run_profile(learned: Learned, provider: str = "") -> tuple[float, float, flo
             learned.output_tokens or DEFAULT_OUTPUT_TOKENS, learned.calls or DEFAULT_CALLS)
 
 
+def _rates(limits: ResolvedLimits) -> dict[str, float]:
+    """Refill per second of each limit known well enough to bind.
+
+    A guessed (low-confidence) tier would throttle every better-off user; learning from 429s narrows instead.
+    """
+    return {key: limits.value(key) / 60.0 for key in _PER_MINUTE if limits.limits[key].confidence != "low"}
+
+
+def _draws(key: str, tokens: Sequence[int], learned: Learned, provider: str) -> list[float]:
+    """What each run (of packets of ``tokens``) draws on the ``key`` bucket."""
+    _seconds, ratio, out, calls = run_profile(learned, provider)
+    if key == "input_tokens_per_minute":
+        return [max(1.0, t * ratio) for t in tokens]
+    return [out if key == "output_tokens_per_minute" else calls] * len(tokens)
+
+
 def physical_cap(limits: ResolvedLimits, host_cap: int, mean_tokens: float, learned: Learned) -> tuple[int, str]:
     """The widest wave the limits sustain, and which constraint set it."""
-    seconds, ratio, out, calls = run_profile(learned, limits.provider)
-    demand = {"input_tokens_per_minute": mean_tokens * ratio, "output_tokens_per_minute": out,
-              "requests_per_minute": calls}
+    seconds = run_profile(learned, limits.provider)[0]
     bounds = {"host": min(host_cap, MAX_WAVE_WIDTH)}
-    for key, per_run in demand.items():
-        if limits.limits[key].confidence == "low":
-            # A guessed tier would throttle every better-off user; learning from 429s narrows instead.
-            continue
-        rate = limits.value(key) / 60.0
+    for key, rate in _rates(limits).items():
+        per_run = _draws(key, [round(mean_tokens)], learned, limits.provider)[0]
         bounds[key] = math.floor(TARGET_UTILISATION * rate * seconds / max(1.0, per_run) + 0.5)
     binding = min(bounds, key=lambda k: bounds[k])
     return max(1, bounds[binding]), binding
+
+
+def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[int], width: int) -> list[float]:
+    """Seconds after a run starts before which each of its packets (in launch order) should not start.
+
+    Each bucket known well enough to bind is played forward as a virtual token bucket that refills at
+    ``PACING_UTILISATION`` of its rate and charges a run's whole draw at its start: runs start at once
+    while the burst lasts (less one output reservation and one request per slot), then no faster than
+    the bucket refills, so first calls do not collide and the throughput stays just under the limit.
+    All zeros when nothing binds.
+    """
+    offsets = [0.0] * len(tokens)
+    for key, rate in _rates(limits).items():
+        headroom = {"output_tokens_per_minute": width * limits.value("output_tokens"),
+                    "requests_per_minute": width}.get(key, 0)
+        burst = max(0.0, limits.value(key) - headroom)
+        refill = PACING_UTILISATION * rate
+        level, at = burst, 0.0
+        for i, draw in enumerate(_draws(key, tokens, learned, limits.provider)):
+            start = max(at, offsets[i])
+            level = min(burst, level + refill * (start - at))
+            if level < 0:  # a run starts once the runs before it are paid for
+                start -= level / refill
+                level = 0.0
+            offsets[i], at = start, start
+            level -= draw
+    return [round(x, 1) for x in offsets]
+
+
+def launch_interval(limits: ResolvedLimits, learned: Learned, mean_tokens: float) -> tuple[float, str | None]:
+    """Seconds between starts once the burst is spent, and the bucket that sets them; (0, None) if none binds."""
+    gaps = {key: _draws(key, [round(mean_tokens)], learned, limits.provider)[0] / (PACING_UTILISATION * rate)
+            for key, rate in _rates(limits).items()}
+    key = max(gaps, key=lambda k: gaps[k], default=None)
+    return (round(gaps[key], 1), key) if key is not None else (0.0, None)
 
 
 def schedule(
@@ -141,6 +198,8 @@ def schedule(
     width = max(1, min(c_phys, learned_cap if learned_cap is not None else c_phys, host_cap, MAX_WAVE_WIDTH))
     waves = balanced_waves(len(order), width)
     wave_size = waves[0] if waves else 0
+    offsets = launch_offsets(limits, learned, [p.estimated_tokens for p in order], wave_size)
+    interval, pacer = launch_interval(limits, learned, mean_tokens) if any(offsets) else (0.0, None)
     cooldown = learned.cooldown_until if learned.cooldown_until and learned.cooldown_until > now else None
     oversize = _oversize(limits, order)
     seconds, ratio, out, _calls = run_profile(learned, limits.provider)
@@ -148,6 +207,13 @@ def schedule(
            f"the limits sustain {c_phys} (bound by {binding}, runs of ~{seconds:.0f}s)"]
     if learned_cap is not None:
         why.append(f"learned cap {learned.cap:.1f} decays to {decayed:.1f} toward {c_phys}")
+    if interval:
+        first = sum(1 for x in offsets if x == 0)
+        why.append(f"{first} may start at once, then one about every {interval:g}s (each packet's earliest start "
+                   f"is in launch_offsets) so runs draw on {pacer} no faster than it refills")
+    if (rate := _rates(limits).get("input_tokens_per_minute")) and mean_tokens * ratio > rate * seconds:
+        why.append(f"one run alone draws ~{mean_tokens * ratio / seconds * 60:,.0f} input tokens a minute, more "
+                   "than the limit: expect rate-limit retries at any width")
     if cooldown:
         why.append(f"cooling down until {cooldown.isoformat()}")
     if oversize:
@@ -162,6 +228,7 @@ def schedule(
         order=[p.packet_id for p in order], physical_cap=c_phys, learned_cap=learned_cap,
         blocked=learned.hard_stop, oversize=oversize, forecast=forecast,
         reasoning=f"wave size {wave_size}: " + "; ".join(why) + ".",
+        launch_interval_seconds=interval, launch_offsets=offsets,
     )
 
 
