@@ -125,12 +125,12 @@ def _rates(limits: ResolvedLimits) -> dict[str, float]:
     return {key: limits.value(key) / 60.0 for key in _PER_MINUTE if limits.limits[key].confidence != "low"}
 
 
-def _draws(key: str, tokens: Sequence[int], learned: Learned, provider: str) -> list[float]:
+def _draws(key: str, tokens: Sequence[float], learned: Learned, provider: str) -> list[float]:
     """What each run (of packets of ``tokens``) draws on the ``key`` bucket."""
     _seconds, ratio, out, calls = run_profile(learned, provider)
-    if key == "input_tokens_per_minute":
-        return [max(1.0, t * ratio) for t in tokens]
-    return [out if key == "output_tokens_per_minute" else calls] * len(tokens)
+    per_token = {"input_tokens_per_minute": ratio}.get(key, 0.0)
+    per_run = {"output_tokens_per_minute": out, "requests_per_minute": calls}.get(key, 0.0)
+    return [max(1.0, t * per_token + per_run) for t in tokens]
 
 
 def physical_cap(limits: ResolvedLimits, host_cap: int, mean_tokens: float, learned: Learned) -> tuple[int, str]:
@@ -138,8 +138,8 @@ def physical_cap(limits: ResolvedLimits, host_cap: int, mean_tokens: float, lear
     seconds = run_profile(learned, limits.provider)[0]
     bounds = {"host": min(host_cap, MAX_WAVE_WIDTH)}
     for key, rate in _rates(limits).items():
-        per_run = _draws(key, [round(mean_tokens)], learned, limits.provider)[0]
-        bounds[key] = math.floor(TARGET_UTILISATION * rate * seconds / max(1.0, per_run) + 0.5)
+        per_run = _draws(key, [mean_tokens], learned, limits.provider)[0]
+        bounds[key] = math.floor(TARGET_UTILISATION * rate * seconds / per_run + 0.5)
     binding = min(bounds, key=lambda k: bounds[k])
     return max(1, bounds[binding]), binding
 
@@ -155,6 +155,8 @@ def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[in
     """
     offsets = [0.0] * len(tokens)
     for key, rate in _rates(limits).items():
+        if rate <= 0:  # nothing is ever admitted: the width of one already says so
+            continue
         headroom = {"output_tokens_per_minute": width * limits.value("output_tokens"),
                     "requests_per_minute": width}.get(key, 0)
         burst = max(0.0, limits.value(key) - headroom)
@@ -173,8 +175,8 @@ def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[in
 
 def launch_interval(limits: ResolvedLimits, learned: Learned, mean_tokens: float) -> tuple[float, str | None]:
     """Seconds between starts once the burst is spent, and the bucket that sets them; (0, None) if none binds."""
-    gaps = {key: _draws(key, [round(mean_tokens)], learned, limits.provider)[0] / (PACING_UTILISATION * rate)
-            for key, rate in _rates(limits).items()}
+    gaps = {key: _draws(key, [mean_tokens], learned, limits.provider)[0] / (PACING_UTILISATION * rate)
+            for key, rate in _rates(limits).items() if rate > 0}
     key = max(gaps, key=lambda k: gaps[k], default=None)
     return (round(gaps[key], 1), key) if key is not None else (0.0, None)
 
@@ -257,9 +259,10 @@ def _forecast(
     width = waves[0] if waves else 1
     wait = (cooldown - now).total_seconds() if cooldown else 0.0
     # Like the physical cap, the token-rate floor counts only limits known well enough to bind.
-    by_tokens = max([0.0] + [total / (limits.value(key) / 60.0) for key, total in
+    rates = _rates(limits)
+    by_tokens = max([0.0] + [total / rates[key] for key, total in
                              (("input_tokens_per_minute", total_in), ("output_tokens_per_minute", total_out))
-                             if limits.limits[key].confidence != "low"])
+                             if rates.get(key, 0.0) > 0])
     by_slots = len(waves) * seconds if host_kind == "whole_wave" else len(packets) * seconds / width
     low = wait + max(by_tokens, by_slots * 0.5, seconds * 0.5 if packets else 0.0)
     high = wait + max(by_tokens, by_slots) * 2.0

@@ -184,3 +184,8 @@ def test_usage_calibrates_the_input_ratio_by_run_totals_not_per_packet_ratios() 
                          usage=[{"input_tokens": 30_000.0}, {"input_tokens": 12_000.0}],
                          estimated_tokens=[10_000, 2_000])
     assert learn(Learned(), outcome, NOW, 4, DAY).input_ratio == pytest.approx(3.5)
+
+
+def test_a_zero_limit_neither_paces_nor_divides_by_zero() -> None:
+    result = schedule(limits(0, 0, 0), Learned(), 4, "rolling", packets(6), NOW)
+    assert result.launch_offsets == [0.0] * 6 and result.wave_size == 1 and result.forecast.seconds_high > 0
