@@ -96,7 +96,7 @@ class Schedule:
     forecast: Forecast
     reasoning: str
     # Pacing within a run: seconds between starts once the burst is spent, and each packet's earliest
-    # start (seconds after the run begins, aligned with ``order``); zeros when no known limit binds.
+    # start (seconds after the run's first launch, aligned with ``order``); zeros when no known limit binds.
     launch_interval_seconds: float
     launch_offsets: list[float]
 
@@ -211,8 +211,9 @@ def schedule(
         why.append(f"learned cap {learned.cap:.1f} decays to {decayed:.1f} toward {c_phys}")
     if interval:
         first = sum(1 for x in offsets if x == 0)
-        why.append(f"{first} may start at once, then one about every {interval:g}s (each packet's earliest start "
-                   f"is in launch_offsets) so runs draw on {pacer} no faster than it refills")
+        why.append(f"{first} may start at once, then one about every {interval:g}s (launch_offsets gives each "
+                   f"packet's earliest start, in seconds after the first launch) so runs draw on {pacer} no faster "
+                   "than it refills")
     if (rate := _rates(limits).get("input_tokens_per_minute")) and mean_tokens * ratio > rate * seconds:
         why.append(f"one run alone draws ~{mean_tokens * ratio / seconds * 60:,.0f} input tokens a minute, more "
                    "than the limit: expect rate-limit retries at any width")
