@@ -317,7 +317,9 @@ def learn(learned: Learned, outcome: RunOutcome, now: datetime, prior: float, ha
     return _calibrate(updated, outcome)
 
 
-def _ewma(old: float | None, new: float, weight: float = 0.3) -> float:
+def _ewma(old: float | None, new: float | None, weight: float) -> float | None:
+    if new is None:
+        return old
     return new if old is None else old + weight * (new - old)
 
 
@@ -327,15 +329,20 @@ def _calibrate(learned: Learned, outcome: RunOutcome) -> Learned:
     The input ratio is the run's total over its total estimate, not a mean of per-packet ratios: small
     packets carry the same fixed overhead per call and would otherwise inflate it.
     """
-    pairs = list(zip(outcome.usage, outcome.estimated_tokens, strict=False))
-    charged = [(u["input_tokens"], e) for u, e in pairs if u.get("input_tokens") and e]
-    if charged:
-        ratio = sum(i for i, _ in charged) / sum(e for _, e in charged)
-        learned = replace(learned, input_ratio=_ewma(learned.input_ratio, ratio, RUN_WEIGHT))
-    for key, attr in (("output_tokens", "output_tokens"), ("api_calls", "calls"), ("seconds", "run_seconds")):
-        if key == "seconds" and outcome.rate_limited:
-            continue  # throttled runs are slow for the wrong reason
-        seen = [u[key] for u, _ in pairs if u.get(key)]
-        if seen:
-            learned = replace(learned, **{attr: _ewma(getattr(learned, attr), sum(seen) / len(seen), RUN_WEIGHT)})
-    return learned
+    charged = [(u["input_tokens"], e) for u, e in zip(outcome.usage, outcome.estimated_tokens, strict=False)
+               if u.get("input_tokens") and e]
+    ratio = sum(i for i, _ in charged) / sum(e for _, e in charged) if charged else None
+    seconds = None if outcome.rate_limited else _mean(outcome.usage, "seconds")  # throttled: slow for the wrong reason
+    return replace(
+        learned,
+        input_ratio=_ewma(learned.input_ratio, ratio, RUN_WEIGHT),
+        output_tokens=_ewma(learned.output_tokens, _mean(outcome.usage, "output_tokens"), RUN_WEIGHT),
+        calls=_ewma(learned.calls, _mean(outcome.usage, "api_calls"), RUN_WEIGHT),
+        run_seconds=_ewma(learned.run_seconds, seconds, RUN_WEIGHT),
+    )
+
+
+def _mean(usage: Sequence[dict[str, float]], key: str) -> float | None:
+    """The mean of ``key`` over the usage blocks that report it."""
+    seen = [u[key] for u in usage if u.get(key)]
+    return sum(seen) / len(seen) if seen else None
