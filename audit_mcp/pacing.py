@@ -115,4 +115,7 @@ def schedule_view(result: Schedule, pacing: Pacing, key: str) -> dict[str, Any]:
     """The schedule as it goes into a dispatch plan and ``quota_status``."""
     return {"state_key": key, "wave_kind": pacing.wave_kind, "physical_cap": result.physical_cap,
             "learned_cap": result.learned_cap, "reasoning": result.reasoning,
+            "launch_interval_seconds": result.launch_interval_seconds,
+            # Packets that should wait: seconds after the run's first launch, by packet id (the rest need not).
+            "launch_offsets": {p: s for p, s in zip(result.order, result.launch_offsets, strict=True) if s},
             "oversize_packets": result.oversize, "forecast": forecast_view(result.forecast)}

@@ -11,6 +11,11 @@ context). Only limits known with medium or high confidence bind; built-in guesse
 are left to the learned cap. The learned cap moves by AIMD (+1 after a clean, well-used wave,
 halved at most once a minute on rate-limit failures) and decays back toward
 the physical cap with a half-life.
+
+Within a run, launches are paced: each packet gets an earliest start (seconds
+after the run begins) from a virtual token bucket per known limit, so a wave's
+first calls do not collide and the runs draw on the tightest bucket a little
+slower than it refills. Nothing is paced when only the host's slots bind.
 """
 
 from __future__ import annotations
@@ -31,10 +36,13 @@ UNCACHED_INPUT_RATIO = 8.0
 DEFAULT_OUTPUT_TOKENS = 6_000
 DEFAULT_CALLS = 15
 TARGET_UTILISATION = 0.85
+PACING_UTILISATION = 0.9  # launch pacing keeps each bucket's draw a little under its refill
+_PER_MINUTE = ("input_tokens_per_minute", "output_tokens_per_minute", "requests_per_minute")
 DECREASE_INTERVAL = timedelta(seconds=60)
 DEFAULT_COOLDOWN = timedelta(seconds=60)
 PESSIMISTIC_FIRST_CALL = 1.25  # the first call carries the packet text plus the system prompt and tools
 MAX_LEARNED_CAP = 64
+RUN_WEIGHT = 0.5  # how far one merged run moves the learned run profile
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,10 @@ class Schedule:
     oversize: list[str]
     forecast: Forecast
     reasoning: str
+    # Pacing within a run: seconds between starts once the burst is spent, and each packet's earliest
+    # start (seconds after the run's first launch, aligned with ``order``); zeros when no known limit binds.
+    launch_interval_seconds: float
+    launch_offsets: list[float]
 
 
 def decayed_cap(learned: Learned, prior: float, now: datetime, half_life: timedelta) -> float | None:
@@ -105,20 +117,68 @@ def run_profile(learned: Learned, provider: str = "") -> tuple[float, float, flo
             learned.output_tokens or DEFAULT_OUTPUT_TOKENS, learned.calls or DEFAULT_CALLS)
 
 
+def _rates(limits: ResolvedLimits) -> dict[str, float]:
+    """Refill per second of each limit known well enough to bind.
+
+    A guessed (low-confidence) tier would throttle every better-off user; learning from 429s narrows instead.
+    """
+    return {key: limits.value(key) / 60.0 for key in _PER_MINUTE if limits.limits[key].confidence != "low"}
+
+
+def _draws(key: str, tokens: Sequence[float], learned: Learned, provider: str) -> list[float]:
+    """What each run (of packets of ``tokens``) draws on the ``key`` bucket."""
+    _seconds, ratio, out, calls = run_profile(learned, provider)
+    per_token = {"input_tokens_per_minute": ratio}.get(key, 0.0)
+    per_run = {"output_tokens_per_minute": out, "requests_per_minute": calls}.get(key, 0.0)
+    return [max(1.0, t * per_token + per_run) for t in tokens]
+
+
 def physical_cap(limits: ResolvedLimits, host_cap: int, mean_tokens: float, learned: Learned) -> tuple[int, str]:
     """The widest wave the limits sustain, and which constraint set it."""
-    seconds, ratio, out, calls = run_profile(learned, limits.provider)
-    demand = {"input_tokens_per_minute": mean_tokens * ratio, "output_tokens_per_minute": out,
-              "requests_per_minute": calls}
+    seconds = run_profile(learned, limits.provider)[0]
     bounds = {"host": min(host_cap, MAX_WAVE_WIDTH)}
-    for key, per_run in demand.items():
-        if limits.limits[key].confidence == "low":
-            # A guessed tier would throttle every better-off user; learning from 429s narrows instead.
-            continue
-        rate = limits.value(key) / 60.0
-        bounds[key] = math.floor(TARGET_UTILISATION * rate * seconds / max(1.0, per_run) + 0.5)
+    for key, rate in _rates(limits).items():
+        per_run = _draws(key, [mean_tokens], learned, limits.provider)[0]
+        bounds[key] = math.floor(TARGET_UTILISATION * rate * seconds / per_run + 0.5)
     binding = min(bounds, key=lambda k: bounds[k])
     return max(1, bounds[binding]), binding
+
+
+def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[int], width: int) -> list[float]:
+    """Seconds after a run starts before which each of its packets (in launch order) should not start.
+
+    Each bucket known well enough to bind is played forward as a virtual token bucket that refills at
+    ``PACING_UTILISATION`` of its rate and charges a run's whole draw at its start: runs start at once
+    while the burst lasts (less one output reservation and one request per slot), then no faster than
+    the bucket refills, so first calls do not collide and the throughput stays just under the limit.
+    All zeros when nothing binds.
+    """
+    offsets = [0.0] * len(tokens)
+    for key, rate in _rates(limits).items():
+        if rate <= 0:  # nothing is ever admitted: the width of one already says so
+            continue
+        headroom = {"output_tokens_per_minute": width * limits.value("output_tokens"),
+                    "requests_per_minute": width}.get(key, 0)
+        burst = max(0.0, limits.value(key) - headroom)
+        refill = PACING_UTILISATION * rate
+        level, at = burst, 0.0
+        for i, draw in enumerate(_draws(key, tokens, learned, limits.provider)):
+            start = max(at, offsets[i])
+            level = min(burst, level + refill * (start - at))
+            if level < 0:  # a run starts once the runs before it are paid for
+                start -= level / refill
+                level = 0.0
+            offsets[i], at = start, start
+            level -= draw
+    return [round(x, 1) for x in offsets]
+
+
+def launch_interval(limits: ResolvedLimits, learned: Learned, mean_tokens: float) -> tuple[float, str | None]:
+    """Seconds between starts once the burst is spent, and the bucket that sets them; (0, None) if none binds."""
+    gaps = {key: _draws(key, [mean_tokens], learned, limits.provider)[0] / (PACING_UTILISATION * rate)
+            for key, rate in _rates(limits).items() if rate > 0}
+    key = max(gaps, key=lambda k: gaps[k], default=None)
+    return (round(gaps[key], 1), key) if key is not None else (0.0, None)
 
 
 def schedule(
@@ -140,6 +200,8 @@ def schedule(
     width = max(1, min(c_phys, learned_cap if learned_cap is not None else c_phys, host_cap, MAX_WAVE_WIDTH))
     waves = balanced_waves(len(order), width)
     wave_size = waves[0] if waves else 0
+    offsets = launch_offsets(limits, learned, [p.estimated_tokens for p in order], wave_size)
+    interval, pacer = launch_interval(limits, learned, mean_tokens) if any(offsets) else (0.0, None)
     cooldown = learned.cooldown_until if learned.cooldown_until and learned.cooldown_until > now else None
     oversize = _oversize(limits, order)
     seconds, ratio, out, _calls = run_profile(learned, limits.provider)
@@ -147,6 +209,14 @@ def schedule(
            f"the limits sustain {c_phys} (bound by {binding}, runs of ~{seconds:.0f}s)"]
     if learned_cap is not None:
         why.append(f"learned cap {learned.cap:.1f} decays to {decayed:.1f} toward {c_phys}")
+    if interval:
+        first = sum(1 for x in offsets if x == 0)
+        why.append(f"{first} may start at once, then one about every {interval:g}s (launch_offsets gives each "
+                   f"packet's earliest start, in seconds after the first launch) so runs draw on {pacer} no faster "
+                   "than it refills")
+    if (rate := _rates(limits).get("input_tokens_per_minute")) and mean_tokens * ratio > rate * seconds:
+        why.append(f"one run alone draws ~{mean_tokens * ratio / seconds * 60:,.0f} input tokens a minute, more "
+                   "than the limit: expect rate-limit retries at any width")
     if cooldown:
         why.append(f"cooling down until {cooldown.isoformat()}")
     if oversize:
@@ -161,6 +231,7 @@ def schedule(
         order=[p.packet_id for p in order], physical_cap=c_phys, learned_cap=learned_cap,
         blocked=learned.hard_stop, oversize=oversize, forecast=forecast,
         reasoning=f"wave size {wave_size}: " + "; ".join(why) + ".",
+        launch_interval_seconds=interval, launch_offsets=offsets,
     )
 
 
@@ -189,9 +260,10 @@ def _forecast(
     width = waves[0] if waves else 1
     wait = (cooldown - now).total_seconds() if cooldown else 0.0
     # Like the physical cap, the token-rate floor counts only limits known well enough to bind.
-    by_tokens = max([0.0] + [total / (limits.value(key) / 60.0) for key, total in
+    rates = _rates(limits)
+    by_tokens = max([0.0] + [total / rates[key] for key, total in
                              (("input_tokens_per_minute", total_in), ("output_tokens_per_minute", total_out))
-                             if limits.limits[key].confidence != "low"])
+                             if rates.get(key, 0.0) > 0])
     by_slots = len(waves) * seconds if host_kind == "whole_wave" else len(packets) * seconds / width
     low = wait + max(by_tokens, by_slots * 0.5, seconds * 0.5 if packets else 0.0)
     high = wait + max(by_tokens, by_slots) * 2.0
@@ -245,19 +317,32 @@ def learn(learned: Learned, outcome: RunOutcome, now: datetime, prior: float, ha
     return _calibrate(updated, outcome)
 
 
-def _ewma(old: float | None, new: float, weight: float = 0.3) -> float:
+def _ewma(old: float | None, new: float | None, weight: float) -> float | None:
+    if new is None:
+        return old
     return new if old is None else old + weight * (new - old)
 
 
 def _calibrate(learned: Learned, outcome: RunOutcome) -> Learned:
-    """Fold reported usage (tokens, calls, seconds per run) into the run profile."""
-    for usage, estimate in zip(outcome.usage, outcome.estimated_tokens, strict=False):
-        if usage.get("input_tokens") and estimate:
-            learned = replace(learned, input_ratio=_ewma(learned.input_ratio, usage["input_tokens"] / estimate))
-        if usage.get("output_tokens"):
-            learned = replace(learned, output_tokens=_ewma(learned.output_tokens, usage["output_tokens"]))
-        if usage.get("api_calls"):
-            learned = replace(learned, calls=_ewma(learned.calls, usage["api_calls"]))
-        if usage.get("seconds") and not outcome.rate_limited:  # throttled runs are slow for the wrong reason
-            learned = replace(learned, run_seconds=_ewma(learned.run_seconds, usage["seconds"]))
-    return learned
+    """Fold reported usage (tokens, calls, seconds per run) into the run profile, once per merged run.
+
+    The input ratio is the run's total over its total estimate, not a mean of per-packet ratios: small
+    packets carry the same fixed overhead per call and would otherwise inflate it.
+    """
+    charged = [(u["input_tokens"], e) for u, e in zip(outcome.usage, outcome.estimated_tokens, strict=False)
+               if u.get("input_tokens") and e]
+    ratio = sum(i for i, _ in charged) / sum(e for _, e in charged) if charged else None
+    seconds = None if outcome.rate_limited else _mean(outcome.usage, "seconds")  # throttled: slow for the wrong reason
+    return replace(
+        learned,
+        input_ratio=_ewma(learned.input_ratio, ratio, RUN_WEIGHT),
+        output_tokens=_ewma(learned.output_tokens, _mean(outcome.usage, "output_tokens"), RUN_WEIGHT),
+        calls=_ewma(learned.calls, _mean(outcome.usage, "api_calls"), RUN_WEIGHT),
+        run_seconds=_ewma(learned.run_seconds, seconds, RUN_WEIGHT),
+    )
+
+
+def _mean(usage: Sequence[dict[str, float]], key: str) -> float | None:
+    """The mean of ``key`` over the usage blocks that report it."""
+    seen = [u[key] for u in usage if u.get(key)]
+    return sum(seen) / len(seen) if seen else None

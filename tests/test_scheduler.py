@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from audit_mcp.limits import Limit, ResolvedLimits
-from audit_mcp.scheduler import Learned, PacketLoad, RunOutcome, learn, physical_cap, schedule
+from audit_mcp.scheduler import Learned, PacketLoad, RunOutcome, launch_offsets, learn, physical_cap, schedule
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DAY = timedelta(hours=24)
@@ -136,3 +136,56 @@ def test_the_forecast_is_held_back_by_token_rates_only_when_they_are_known(confi
     f = schedule(limits(*LOW, confidence=confidence), Learned(), 16, "rolling", packets(16), NOW).forecast
     by_tokens = f.estimated_input_tokens / (LOW[1] / 60)
     assert (f.seconds_low >= int(by_tokens)) is token_bound
+
+
+def test_the_launch_offsets_play_the_input_bucket_forward() -> None:
+    # Only the input bucket binds: each run draws 2 × 10,000 tokens against a 30,000 burst refilled at 0.9 × 500/s.
+    lim = limits(100_000, 30_000, 10_000_000)
+    offsets = launch_offsets(lim, Learned(), [10_000] * 5, 5)
+    assert offsets == [0.0, 0.0, 22.2, 66.7, 111.1]
+
+
+@pytest.mark.parametrize(("tier", "confidence", "paced"), [
+    (HIGH, "medium", False),   # the host's slots bind first: everything starts at once
+    (LOW, "low", False),       # a guessed tier never paces
+    (LOW, "medium", True),
+    (LOW, "high", True),
+], ids=["high-tier", "guessed-low-tier", "configured-low-tier", "low-tier-from-headers"])
+def test_launches_are_paced_only_when_a_known_limit_binds(
+    tier: tuple[int, int, int], confidence: str, paced: bool
+) -> None:
+    result = schedule(limits(*tier, confidence=confidence), Learned(), 4, "rolling", packets(12, 10_000), NOW)
+    assert len(result.launch_offsets) == len(result.order)
+    assert result.launch_offsets == sorted(result.launch_offsets) and result.launch_offsets[0] == 0
+    assert any(result.launch_offsets) is paced
+    assert (result.launch_interval_seconds > 0) is paced
+    assert ("apart" in result.reasoning or "about every" in result.reasoning) is paced
+
+
+def test_the_launch_interval_is_the_steady_gap_between_starts() -> None:
+    result = schedule(limits(100_000, 30_000, 10_000_000), Learned(), 16, "rolling",
+                      [PacketLoad(f"P{i:02d}", 10_000) for i in range(8)], NOW)
+    gaps = [b - a for a, b in zip(result.launch_offsets, result.launch_offsets[1:], strict=False)]
+    assert result.launch_interval_seconds == pytest.approx(20_000 / (0.9 * 500), abs=0.1)
+    assert gaps[-1] == pytest.approx(result.launch_interval_seconds, abs=0.2)
+    assert "2 may start at once" in result.reasoning
+
+
+def test_a_run_too_hungry_for_the_input_bucket_on_its_own_is_called_out() -> None:
+    lim = ResolvedLimits("openai", "gpt-test", limits(*LOW).limits)  # every input token is charged
+    result = schedule(lim, Learned(), 4, "rolling", packets(4, 18_000), NOW)
+    assert "one run alone draws" in result.reasoning
+    assert "one run alone draws" not in schedule(limits(*MID), Learned(), 4, "rolling", packets(4), NOW).reasoning
+
+
+def test_usage_calibrates_the_input_ratio_by_run_totals_not_per_packet_ratios() -> None:
+    # Small packets pay the same fixed overhead per call; a mean of ratios would say 4.5.
+    outcome = RunOutcome(launched=2, wave_size=2, succeeded=2, rate_limited=0,
+                         usage=[{"input_tokens": 30_000.0}, {"input_tokens": 12_000.0}],
+                         estimated_tokens=[10_000, 2_000])
+    assert learn(Learned(), outcome, NOW, 4, DAY).input_ratio == pytest.approx(3.5)
+
+
+def test_a_zero_limit_neither_paces_nor_divides_by_zero() -> None:
+    result = schedule(limits(0, 0, 0), Learned(), 4, "rolling", packets(6), NOW)
+    assert result.launch_offsets == [0.0] * 6 and result.wave_size == 1 and result.forecast.seconds_high > 0

@@ -214,3 +214,15 @@ def test_packets_that_can_never_be_admitted_are_flagged_only_when_limits_are_kno
     flagged = plan["schedule"]["oversize_packets"]
     assert flagged == ([p["packet_id"] for p in plan["packets"]] if warned else [])
     assert ("Warning: packet(s)" in Path(step.prompt_path).read_text()) is warned
+
+
+def test_a_binding_configured_limit_paces_the_launches_in_the_plan_and_the_prompt(repo: Path) -> None:
+    (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 40000\n")
+    step = AuditService(repo, clock=lambda: START).next_step({"can_dispatch_subagents": True,
+                                                              "max_active_subagents": 16})
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    offsets = plan["schedule"]["launch_offsets"]
+    assert len(plan["packets"]) > 1 and plan["schedule"]["launch_interval_seconds"] > 0
+    assert offsets and set(offsets) <= {p["packet_id"] for p in plan["packets"]}
+    assert plan["launch_order"][0] not in offsets  # the first packet always starts at once
+    assert "about every" in Path(step.prompt_path).read_text()

@@ -6,7 +6,17 @@ import random
 
 import pytest
 
-from benchmarks.scheduler_sim import PRIOR_FACTORS, TIERS, Scenario, lower_bound, simulate, workload
+from benchmarks.scheduler_sim import (
+    PRIOR_FACTORS,
+    TIERS,
+    Provider,
+    Scenario,
+    lone_run_outruns,
+    lower_bound,
+    run_packets,
+    simulate,
+    workload,
+)
 
 
 def _cases() -> list[Scenario]:
@@ -35,3 +45,19 @@ def test_a_whole_wave_host_waits_for_each_wave_s_slowest_packet() -> None:
     durations = sorted((p.duration for p in packets), reverse=True)
     bound = lower_bound(packets, (1_000_000, 10**9, 10**9), cap=3, kind="whole_wave")
     assert bound == pytest.approx(max(durations[0] + durations[3], sum(durations) / 3))
+
+
+@pytest.mark.parametrize("kind", ["rolling", "whole_wave"])
+def test_a_simulated_host_starts_no_packet_before_its_launch_offset(kind: str) -> None:
+    packets = workload(random.Random(3), 2, budget=20_000, max_tokens=4_096, cached=True)
+    provider = Provider((1_000_000, 10**9, 10**9), 4_096)
+    late = packets[1].packet_id
+    result = run_packets(provider, packets, 2, kind, 10.0, {late: 50.0})
+    assert result.end >= 10.0 + 50.0 + packets[1].duration - 1e-9
+    assert result.finished[late] == pytest.approx(packets[1].duration)
+
+
+def test_lone_run_outruns_marks_a_run_that_draws_faster_than_the_input_refill() -> None:
+    packets = workload(random.Random(4), 4, budget=18_000, max_tokens=2_000, cached=False)
+    assert lone_run_outruns(packets, 30_000)
+    assert not lone_run_outruns(packets, 2_000_000)
