@@ -159,8 +159,14 @@ def dispatch_plan(
     cooldown_until: str | None,
     order: Sequence[str] | None = None,
     schedule: Mapping[str, Any] | None = None,
+    launch_offsets: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The dispatch plan of a run; packets in launch order (the scheduler's, else deepest and largest first)."""
+    """The dispatch plan of a run; packets in launch order (the scheduler's, else deepest and largest first).
+
+    ``launch_offsets`` paces the starts: a packet's ``not_before_seconds`` counts from the moment the run's
+    first subagent started.
+    """
+    offsets = launch_offsets or {}
     ordered = sorted(specs, key=lambda s: (TIER_ORDER[s.plan.tier], -s.plan.estimated_tokens, s.packet_id))
     if order is not None:
         position = {packet_id: n for n, packet_id in enumerate(order)}
@@ -182,6 +188,7 @@ def dispatch_plan(
                 "prompt_path": str(s.prompt_path),
                 "prompt_uri": f"audit://runs/{run_id}/packets/{s.packet_id}/prompt",
                 "estimated_tokens": s.plan.estimated_tokens,
+                "not_before_seconds": round(float(offsets.get(s.packet_id, 0.0)), 1),
                 "model_hint": {"tier": s.plan.tier, "why": s.plan.tier_reason},
                 "tasks": [
                     {"task_id": c.task_id, "file": c.path, "start_line": c.start_line, "end_line": c.end_line,

@@ -4,7 +4,8 @@ Each packet of a run gets one worker, started from a command template with the
 packet's prompt path, run id, packet id, root and dispatch-plan path filled in
 (shell-quoted) and also set as ``AUDIT_MCP_*`` environment variables. Workers
 submit through ``audit-mcp submit-packet``. At most ``wave_size`` workers run
-at once (a sliding window: a finished worker's slot is refilled at once); a
+at once (a sliding window: a finished worker's slot is refilled at once, but
+no packet starts before its ``not_before_seconds`` in the plan); a
 worker that fails rate-limited halves the window for the rest of the run, and
 its error text is handed to ``merge_and_ingest`` so the scheduler sets a
 cooldown, which the next run waits out (or stops at, past ``max_wait``).
@@ -167,12 +168,26 @@ class HeadlessRunner:
             self.say(f"run {run_id}: resuming; {len(done)} packet(s) already submitted, {len(queue)} to go")
         window = max(1, min(int(plan.get("wave_size") or 1), self.max_workers))
         self.say(f"run {run_id}: {len(queue)} packet(s), up to {window} worker(s) at a time")
+        # Launch pacing: a packet starts no sooner than its not_before_seconds after the first start (counted
+        # from the first outstanding packet when the run resumes).
+        base = min((float(p.get("not_before_seconds") or 0.0) for p in queue), default=0.0)
+        first_start: float | None = None
         running: list[_Worker] = []
         failures: dict[str, str] = {}
         try:
             while queue or running:
+                due = 0.0
                 while queue and len(running) < window:
+                    if first_start is not None:
+                        offset = float(queue[0].get("not_before_seconds") or 0.0) - base
+                        due = first_start + offset - time.monotonic()
+                        if due > 0:
+                            break
                     running.append(self._launch(run_id, queue.pop(0)))
+                    first_start = time.monotonic() if first_start is None else first_start
+                if not running:
+                    time.sleep(min(due, 1.0))  # only a paced launch is waiting
+                    continue
                 finished = self._reap(running)
                 if not finished:
                     _wait_a_little(running[0])

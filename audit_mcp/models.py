@@ -42,6 +42,11 @@ class Step(BaseModel):
     waves: list[int] | None = None
     packets_outstanding: int | None = None
     cooldown_until: str | None = None
+    launch_interval_seconds: float | None = Field(
+        default=None, description="The steady gap between subagent starts once the rate-limit burst is used.")
+    launch_offsets: dict[str, float] | None = Field(
+        default=None, description="Packets that must not start sooner than this many seconds after the run's "
+                                  "first subagent started (packets not listed may start at once).")
     forecast: dict[str, object] | None = Field(
         default=None, description="Packets, waves, estimated tokens and a time range for the work handed out.")
     coverage: dict[str, int] = Field(default_factory=dict)

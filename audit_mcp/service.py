@@ -363,6 +363,7 @@ class AuditService:
                 run_id=run_id, kind="single" if single else "dispatch", specs=specs,
                 wave_cap=planned.wave_size, cooldown_until=cooldown, order=planned.order,
                 schedule=schedule_view(planned, pacing, key),
+                launch_offsets=dict(zip(planned.order, planned.launch_offsets, strict=True)),
             )
             plan_doc["lease_expires_at"] = _iso(lease_end(self._clock(), config.lease_seconds))
             tx.insert_run(RunRow(run_id, audit.audit_id, seq, "single" if single else "dispatch", "open", now,

@@ -51,17 +51,29 @@ def _coverage_line(ctx: StepContext) -> str:
             f"failed. Completeness: {ctx.completeness}.")
 
 
-def _waves_table(ctx: StepContext, waves: list[int]) -> str:
+def _launch_offsets(outstanding: list[dict[str, Any]]) -> dict[str, float]:
+    """Each outstanding packet's earliest start, in seconds after the first one starts (only those above zero).
+
+    The plan counts from the run's first start; a resumed run counts again from its first outstanding packet.
+    """
+    raw = {p["packet_id"]: float(p.get("not_before_seconds") or 0.0) for p in outstanding}
+    base = min(raw.values(), default=0.0)
+    return {packet: round(at - base, 1) for packet, at in raw.items() if at - base > 0}
+
+
+def _waves_table(ctx: StepContext, waves: list[int], offsets: dict[str, float]) -> str:
     lines = []
     position = 0
     for number, size in enumerate(waves, 1):
         chunk = ctx.outstanding[position : position + size]
         position += size
-        lines.append(f"**Wave {number}** ({len(chunk)} subagent(s) at once):")
+        paced = any(p["packet_id"] in offsets for p in chunk)
+        lines.append(f"**Wave {number}** ({len(chunk)} subagent(s){', paced' if paced else ' at once'}):")
         for p in chunk:
+            start = f"**start at +{offsets[p['packet_id']]:g}s**, " if p["packet_id"] in offsets else ""
             lines.append(
-                f"- `{p['packet_id']}`: model tier **{p['model_hint']['tier']}**, ~{p['estimated_tokens']:,} "
-                f"tokens, {len(p['tasks'])} task(s). Prompt file: `{p['prompt_path']}`"
+                f"- `{p['packet_id']}`: {start}model tier **{p['model_hint']['tier']}**, "
+                f"~{p['estimated_tokens']:,} tokens, {len(p['tasks'])} task(s). Prompt file: `{p['prompt_path']}`"
             )
         lines.append("")
     return "\n".join(lines).rstrip()
@@ -100,6 +112,16 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         f"Do not launch any subagent before {cooldown} (UTC): the model's rate limit asked for a pause."
         if cooldown else "No rate-limit cooldown is active: start the first wave now."
     )
+    offsets = _launch_offsets(ctx.outstanding)
+    interval = planned.get("launch_interval_seconds") or None
+    launch_rule = (
+        "Launch the packets of the wave in the order listed, each as its own subagent. A packet marked "
+        "**start at +Ns** must not start sooner than N seconds after the first subagent of this run started "
+        "(the model's per-minute token budget refills at that pace; if you have nothing else to do, wait with "
+        "`sleep` in a shell); start the others at once. Give each exactly this instruction:"
+        if offsets else "Launch every packet of the wave at once, each as its own subagent, with exactly this "
+                        "instruction:"
+    )
     merge_cli = _cli(ctx, "merge-and-ingest", "--run-id", ctx.run_id, "--failures", "FAILURES.json")
     resumed = (
         f"{len(ctx.submitted)} packet(s) of this run are already submitted ({', '.join(ctx.submitted)}); "
@@ -114,11 +136,12 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         outstanding=str(len(ctx.outstanding)),
         wave_count=str(len(waves)),
         wave_size=str(waves[0] if waves else 0),
-        waves_table=_waves_table(ctx, waves),
+        waves_table=_waves_table(ctx, waves, offsets),
         resumed=resumed,
         model_rule=model_rule,
         tools_rule=tools_rule,
         cooldown_rule=cooldown_rule,
+        launch_rule=launch_rule,
         schedule_note=schedule_note,
         merge_cli=merge_cli,
         coverage_line=_coverage_line(ctx),
@@ -132,7 +155,8 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     stop = (f"Stop dispatching once every wave of run {ctx.run_id} has finished; call merge_and_ingest once, "
             "then next_step.")
     extra = {"wave_size": waves[0] if waves else 0, "waves": waves, "packets_outstanding": len(ctx.outstanding),
-             "cooldown_until": cooldown, "forecast": forecast}
+             "cooldown_until": cooldown, "forecast": forecast, "launch_offsets": offsets or None,
+             "launch_interval_seconds": interval if offsets else None}
     return prompt, actions, stop, extra
 
 

@@ -170,3 +170,35 @@ def test_the_next_run_waits_out_a_cooldown_within_max_wait(repo: Path, tmp_path:
     assert result.outcome == "complete" and result.runs == ["A1-R1", "A1-R2"]
     assert len(waits) == 1 and 100 < waits[0] <= 120  # the worker's "retry-after: 120"
     assert list(result.failures) == ["A1-R1-P01"]
+
+
+def test_workers_start_no_sooner_than_their_launch_offsets(repo: Path, tmp_path: Path) -> None:
+    import time
+
+    from audit_mcp.headless import HeadlessRunner
+    from audit_mcp.service import AuditService
+
+    (repo / ".audit-mcp.toml").write_text("max_packet_tokens = 4000\n")
+    service = AuditService(repo)
+    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 8})
+    plan_path = Path(step.artifact_paths["plan"])
+    plan = json.loads(plan_path.read_text())
+    assert len(plan["packets"]) >= 3
+    # A plan paced by the scheduler, shortened to test speed: the 2nd packet at +0.6 s, the rest at +1.2 s.
+    for n, packet in enumerate(plan["packets"]):
+        packet["not_before_seconds"] = min(n, 2) * 0.6
+    plan_path.write_text(json.dumps(plan))
+    started: dict[str, float] = {}
+
+    def record(line: str) -> None:
+        if line.endswith(")") and ": worker started" in line:
+            started[line.split(":")[0].strip()] = time.monotonic()
+
+    state = tmp_path / "state"
+    state.mkdir()
+    env = {**os.environ, "SCRIPTED_WORKER_STATE": str(state)}
+    result = HeadlessRunner(service, TEMPLATE, max_workers=8, say=record, env=env).run()
+    assert result.outcome == "complete"
+    first, second, third = (started[p["packet_id"]] for p in plan["packets"][:3])
+    assert second - first >= 0.6 and third - first >= 1.2
+    assert all(started[p["packet_id"]] - first >= 1.2 for p in plan["packets"][2:])

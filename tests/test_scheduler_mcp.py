@@ -225,4 +225,31 @@ def test_a_binding_configured_limit_paces_the_launches_in_the_plan_and_the_promp
     assert len(plan["packets"]) > 1 and plan["schedule"]["launch_interval_seconds"] > 0
     assert offsets and set(offsets) <= {p["packet_id"] for p in plan["packets"]}
     assert plan["launch_order"][0] not in offsets  # the first packet always starts at once
-    assert "about every" in Path(step.prompt_path).read_text()
+    by_id = {p["packet_id"]: p for p in plan["packets"]}
+    assert {pid: by_id[pid]["not_before_seconds"] for pid in offsets} == pytest.approx(offsets, abs=0.05)
+    # The Step carries the pacing, and its prompt tells the host to hold each paced packet back.
+    assert step.launch_offsets == pytest.approx(offsets, abs=0.05)
+    assert step.launch_interval_seconds == plan["schedule"]["launch_interval_seconds"]
+    prompt = Path(step.prompt_path).read_text()
+    assert "about every" in prompt and "must not start sooner than N seconds" in prompt
+    last = plan["launch_order"][-1]
+    assert f"`{last}`: **start at +{by_id[last]['not_before_seconds']:g}s**" in prompt
+    assert "Launch every packet of the wave at once" not in prompt
+
+
+def test_a_resumed_run_counts_its_launch_offsets_from_its_first_outstanding_packet(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 40000\n")
+    service = AuditService(repo, clock=lambda: START)
+    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16})
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    first, second = plan["packets"][0], plan["packets"][1]
+    assert service.submit_packet(plan["run_id"], first["packet_id"], reviewer.results(first)).accepted
+    resumed = service.next_step()
+    assert resumed.run_id == plan["run_id"] and resumed.packets_outstanding == len(plan["packets"]) - 1
+    shift = second["not_before_seconds"]
+    expected = {p["packet_id"]: round(p["not_before_seconds"] - shift, 1) for p in plan["packets"][1:]
+                if p["not_before_seconds"] - shift > 0}
+    assert (resumed.launch_offsets or {}) == pytest.approx(expected, abs=0.05)
+    assert second["packet_id"] not in (resumed.launch_offsets or {})
