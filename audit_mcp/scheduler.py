@@ -12,10 +12,12 @@ are left to the learned cap. The learned cap moves by AIMD (+1 after a clean, we
 halved at most once a minute on rate-limit failures) and decays back toward
 the physical cap with a half-life.
 
-Packets are sized to the same rates: a run re-sends its context on every call, so one run of a large
-packet can draw input faster than the bucket refills however narrow the wave. ``packet_token_budget``
-keeps a packet small enough that one run's charged input (its text times the input ratio) fits what the
-bucket refills over the run, with a floor below which per-call overhead would cost more than it saves.
+Packets are sized to the same rates: a run re-sends its context on every
+call, so one run of a large packet can draw input faster than the bucket
+refills however narrow the wave. ``packet_token_budget`` keeps a packet small
+enough that one run's charged input (its text times the input ratio) fits
+what the bucket refills over the run, above a floor below which the per-call
+overhead costs more than it saves.
 
 Within a run, launches are paced: each packet gets an earliest start (seconds
 after the run begins) from a virtual token bucket per known limit, so a wave's
