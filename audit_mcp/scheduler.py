@@ -12,6 +12,13 @@ are left to the learned cap. The learned cap moves by AIMD (+1 after a clean, we
 halved at most once a minute on rate-limit failures) and decays back toward
 the physical cap with a half-life.
 
+Packets are sized to the same rates: a run re-sends its context on every
+call, so one run of a large packet can draw input faster than the bucket
+refills however narrow the wave. ``packet_token_budget`` keeps a packet small
+enough that one run's charged input (its text times the input ratio) fits
+what the bucket refills over the run, above a floor below which the per-call
+overhead costs more than it saves.
+
 Within a run, launches are paced: each packet gets an earliest start (seconds
 after the run begins) from a virtual token bucket per known limit, so a wave's
 first calls do not collide and the runs draw on the tightest bucket a little
@@ -43,6 +50,10 @@ DEFAULT_COOLDOWN = timedelta(seconds=60)
 PESSIMISTIC_FIRST_CALL = 1.25  # the first call carries the packet text plus the system prompt and tools
 MAX_LEARNED_CAP = 64
 RUN_WEIGHT = 0.5  # how far one merged run moves the learned run profile
+# Smaller packets add calls, each re-sending the system prompt and tools: below this the overhead costs more
+# input than a slower run would.
+MIN_SUSTAINABLE_PACKET = 8_000
+MIN_PACKET_BUDGET = 8_000  # the first-call bound never packs smaller than this either
 
 
 @dataclass(frozen=True)
@@ -214,6 +225,12 @@ def schedule(
         why.append(f"{first} may start at once, then one about every {interval:g}s (launch_offsets gives each "
                    f"packet's earliest start, in seconds after the first launch) so runs draw on {pacer} no faster "
                    "than it refills")
+    sustainable = sustainable_packet_tokens(limits, learned)
+    fit = admissible_tokens(limits)  # known exactly when ``sustainable`` is: both need the input limit
+    if sustainable is not None and fit is not None and sustainable < min(limits.packet_budget,
+                                                                         max(MIN_PACKET_BUDGET, fit)):
+        why.append(f"packets are kept to ~{sustainable:,} tokens so that one run draws input_tokens_per_minute "
+                   "no faster than it refills")
     if (rate := _rates(limits).get("input_tokens_per_minute")) and mean_tokens * ratio > rate * seconds:
         why.append(f"one run alone draws ~{mean_tokens * ratio / seconds * 60:,.0f} input tokens a minute, more "
                    "than the limit: expect rate-limit retries at any width")
@@ -241,6 +258,32 @@ def admissible_tokens(limits: ResolvedLimits) -> int | None:
     if itpm.confidence == "low":
         return None
     return int(itpm.value / PESSIMISTIC_FIRST_CALL)
+
+
+def sustainable_packet_tokens(limits: ResolvedLimits, learned: Learned) -> int | None:
+    """The largest packet one run can review without drawing input faster than the bucket refills.
+
+    A run charges about ``tokens × input_ratio`` over ``run_seconds``; at ``TARGET_UTILISATION`` of the
+    input rate that allows ``rate × seconds × utilisation / ratio`` tokens, never below
+    ``MIN_SUSTAINABLE_PACKET``. None unless the input limit is known (medium or high). Requests and output
+    tokens per run do not shrink with the packet, so those limits bound the width, not the packet.
+    """
+    rate = _rates(limits).get("input_tokens_per_minute")
+    if rate is None:
+        return None
+    seconds, ratio, _out, _calls = run_profile(learned, limits.provider)
+    return max(MIN_SUSTAINABLE_PACKET, int(rate * seconds * TARGET_UTILISATION / ratio))
+
+
+def packet_token_budget(limits: ResolvedLimits, learned: Learned, max_packet_tokens: int) -> int:
+    """Tokens a packet may take: the context, the configured cap, the input bucket and a run's sustainable draw."""
+    budget = min(limits.packet_budget, max_packet_tokens)
+    if (fit := admissible_tokens(limits)) is not None:
+        # A packet whose first call cannot fit the input bucket would never be admitted: pack smaller.
+        budget = min(budget, max(MIN_PACKET_BUDGET, fit))
+    if (run := sustainable_packet_tokens(limits, learned)) is not None:
+        budget = min(budget, run)
+    return budget
 
 
 def _oversize(limits: ResolvedLimits, packets: Sequence[PacketLoad]) -> list[str]:

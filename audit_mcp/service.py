@@ -56,7 +56,7 @@ from audit_mcp.planner import Decision, Executor, Obligation, PlannerState, deci
 from audit_mcp.progress import Progress, tell
 from audit_mcp.report import ReportInput, render_json, render_markdown
 from audit_mcp.sarif import render_sarif
-from audit_mcp.scheduler import Learned, PacketLoad, RunOutcome, admissible_tokens, learn, schedule
+from audit_mcp.scheduler import Learned, PacketLoad, RunOutcome, learn, packet_token_budget, schedule
 from audit_mcp.steps import StepContext, render_step
 from audit_mcp.store import AuditRow, FileRow, PacketRow, RunRow, Store, Tx
 from audit_mcp.synthesis import synthesize
@@ -327,10 +327,7 @@ class AuditService:
 
     def _dispatch(self, config: SessionConfig, caps: HostCapabilities) -> None:
         limits, learned, key, pacing = self.pacing(config, caps)
-        budget = min(limits.packet_budget, config.max_packet_tokens)
-        if (fit := admissible_tokens(limits)) is not None:
-            # A packet whose first call cannot fit the input bucket would never be admitted: pack smaller.
-            budget = min(budget, max(8_000, fit))
+        budget = packet_token_budget(limits, learned, config.max_packet_tokens)
         prefix = packet_prompt_prefix(resolve_lenses(config))
         now = self.now()
         with self.store.write() as tx:

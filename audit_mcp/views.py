@@ -12,7 +12,7 @@ from audit_mcp.models import LimitView, QuotaStatus, StatusView
 from audit_mcp.pacing import iso, schedule_view
 from audit_mcp.packets import pack
 from audit_mcp.probe import probe
-from audit_mcp.scheduler import PacketLoad, admissible_tokens, schedule
+from audit_mcp.scheduler import PacketLoad, packet_token_budget, schedule
 from audit_mcp.synthesis import synthesize
 
 if TYPE_CHECKING:
@@ -39,9 +39,7 @@ def quota_view(service: AuditService, host_model: str | None, provider: str | No
     probed = probe(limits.provider, limits.model, pacing.probe, now, transport=service.probe_transport)
     if probed.limits:
         limits = ResolvedLimits(limits.provider, limits.model, {**limits.limits, **probed.limits})
-    budget = min(limits.packet_budget, config.max_packet_tokens)
-    if (fit := admissible_tokens(limits)) is not None:
-        budget = min(budget, max(8_000, fit))
+    budget = packet_token_budget(limits, learned, config.max_packet_tokens)
     plans = pack(pending, files, edges, budget=budget, prefix_tokens=6_000) if pending else []
     loads = [PacketLoad(f"P{n:02d}", p.estimated_tokens, TIER_ORDER[p.tier]) for n, p in enumerate(plans, 1)]
     planned = schedule(limits, learned, caps.max_active_subagents, pacing.wave_kind, loads, now,

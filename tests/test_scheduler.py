@@ -7,7 +7,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from audit_mcp.limits import Limit, ResolvedLimits
-from audit_mcp.scheduler import Learned, PacketLoad, RunOutcome, launch_offsets, learn, physical_cap, schedule
+from audit_mcp.scheduler import (
+    Learned,
+    PacketLoad,
+    RunOutcome,
+    launch_offsets,
+    learn,
+    packet_token_budget,
+    physical_cap,
+    schedule,
+    sustainable_packet_tokens,
+)
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DAY = timedelta(hours=24)
@@ -16,10 +26,10 @@ MID = (1_000, 450_000, 90_000)
 LOW = (50, 30_000, 8_000)
 
 
-def limits(rpm: int, itpm: int, otpm: int, confidence: str = "medium") -> ResolvedLimits:
+def limits(rpm: int, itpm: int, otpm: int, confidence: str = "medium", provider: str = "anthropic") -> ResolvedLimits:
     values = {"context_tokens": 200_000, "output_tokens": 16_000, "requests_per_minute": rpm,
               "input_tokens_per_minute": itpm, "output_tokens_per_minute": otpm}
-    return ResolvedLimits("anthropic", "claude-test", {k: Limit(v, "test", confidence) for k, v in values.items()})
+    return ResolvedLimits(provider, "claude-test", {k: Limit(v, "test", confidence) for k, v in values.items()})
 
 
 def packets(n: int, tokens: int = 20_000) -> list[PacketLoad]:
@@ -189,3 +199,32 @@ def test_usage_calibrates_the_input_ratio_by_run_totals_not_per_packet_ratios() 
 def test_a_zero_limit_neither_paces_nor_divides_by_zero() -> None:
     result = schedule(limits(0, 0, 0), Learned(), 4, "rolling", packets(6), NOW)
     assert result.launch_offsets == [0.0] * 6 and result.wave_size == 1 and result.forecast.seconds_high > 0
+
+
+@pytest.mark.parametrize(("tier", "confidence", "provider", "learned", "expected"), [
+    (LOW, "medium", "openai", Learned(), 12_750),                  # 500/s × 240 s × 0.85 / 8
+    (LOW, "medium", "anthropic", Learned(), 51_000),               # cache reads are free: ratio 2
+    (LOW, "high", "openai", Learned(run_seconds=120, input_ratio=10), 8_000),  # 5,100 → the floor
+    (LOW, "medium", "openai", Learned(run_seconds=300, input_ratio=5), 25_500),
+    (MID, "medium", "openai", Learned(), 191_250),
+    (LOW, "low", "openai", Learned(), None),                       # a guessed tier binds nothing
+    ((50, 0, 8_000), "medium", "openai", Learned(), 8_000),        # nothing is admitted: the floor, no division
+], ids=["low-uncached-priors", "low-cached-priors", "learned-hungry-runs-floor", "learned-slow-runs",
+        "mid-uncached", "guessed-limits", "zero-input-limit"])
+def test_a_packet_is_sized_so_one_run_draws_input_no_faster_than_it_refills(
+    tier: tuple[int, int, int], confidence: str, provider: str, learned: Learned, expected: int | None
+) -> None:
+    assert sustainable_packet_tokens(limits(*tier, confidence, provider), learned) == expected
+
+
+@pytest.mark.parametrize(("tier", "provider", "configured", "expected"), [
+    (LOW, "openai", 60_000, 12_750),     # the sustainable draw binds
+    (LOW, "anthropic", 60_000, 24_000),  # the first call must fit the input bucket: 30k / 1.25
+    (LOW, "openai", 10_000, 10_000),     # the configured cap binds
+    (HIGH, "openai", 60_000, 60_000),
+    (HIGH, "openai", 500_000, 150_000),  # the context window, less the reviewer's room
+], ids=["low-uncached", "low-cached", "configured", "high-tier", "context"])
+def test_the_packet_budget_is_the_tightest_of_context_config_first_call_and_run_draw(
+    tier: tuple[int, int, int], provider: str, configured: int, expected: int
+) -> None:
+    assert packet_token_budget(limits(*tier, provider=provider), Learned(), configured) == expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -121,10 +122,11 @@ def test_limits_set_in_config_shape_the_waves_and_flag_packets_that_cannot_fit(r
     (repo / ".audit-mcp.toml").write_text("max_packet_tokens = 60000\n[model]\nrequests_per_minute = 4000\n"
                                           "input_tokens_per_minute = 40000\noutput_tokens_per_minute = 400000\n")
     service = AuditService(repo, clock=lambda: START)
-    quota = service.quota()
+    quota = service.quota(host_model="claude-haiku-4-5")
     assert quota.limits["input_tokens_per_minute"].confidence == "medium"
     assert quota.packet_budget_tokens == 32_000  # packed to fit a first call into the input bucket
-    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16})
+    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16,
+                              "model": "claude-haiku-4-5"})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     assert plan["wave_size"] <= 2 and "input_tokens_per_minute" in plan["schedule"]["reasoning"]
     assert max(p["estimated_tokens"] for p in plan["packets"]) <= 32_000
@@ -253,3 +255,33 @@ def test_a_resumed_run_counts_its_launch_offsets_from_its_first_outstanding_pack
                 if p["not_before_seconds"] - shift > 0}
     assert (resumed.launch_offsets or {}) == pytest.approx(expected, abs=0.05)
     assert second["packet_id"] not in (resumed.launch_offsets or {})
+
+
+def _dispatched(repo: Path, config: str, model: str) -> tuple[int, dict[str, Any]]:
+    (repo / ".audit-mcp.toml").write_text(config)
+    service = AuditService(repo, clock=lambda: START)
+    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16, "model": model})
+    return service.quota(host_model=model).packet_budget_tokens, json.loads(
+        Path(step.artifact_paths["plan"]).read_text())
+
+
+def test_a_low_input_limit_packs_smaller_packets_so_one_run_does_not_outrun_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    unlimited = tmp_path / "unlimited"
+    shutil.copytree(repo, unlimited)
+    budget, plan = _dispatched(repo, "[model]\ninput_tokens_per_minute = 30000\n", "gpt-5")
+    # Uncached (every input token charged on every call): 500 tokens/s × 240 s × 0.85 / 8.
+    assert budget == 12_750
+    assert "packets are kept to ~12,750 tokens" in plan["schedule"]["reasoning"]
+    default_budget, default_plan = _dispatched(unlimited, "", "gpt-5")
+    assert default_budget == 60_000 and "packets are kept" not in default_plan["schedule"]["reasoning"]
+    assert len(plan["packets"]) > len(default_plan["packets"])
+    assert max(p["estimated_tokens"] for p in plan["packets"]) < max(
+        p["estimated_tokens"] for p in default_plan["packets"])
+
+
+def test_a_cached_provider_under_the_same_limit_keeps_larger_packets(repo: Path) -> None:
+    budget, plan = _dispatched(repo, "[model]\ninput_tokens_per_minute = 30000\n", "claude-haiku-4-5")
+    assert budget == 24_000  # the first-call bound: cache reads leave one run well inside the bucket
+    assert "packets are kept" not in plan["schedule"]["reasoning"]
