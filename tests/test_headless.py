@@ -178,7 +178,7 @@ def test_workers_start_no_sooner_than_their_launch_offsets(repo: Path, tmp_path:
     from audit_mcp.headless import HeadlessRunner
     from audit_mcp.service import AuditService
 
-    (repo / ".audit-mcp.toml").write_text("max_packet_tokens = 4000\n")
+    (repo / ".audit-mcp.toml").write_text('lenses = ["security"]\nmax_packet_tokens = 12000\n')  # a few packets
     service = AuditService(repo)
     step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 8})
     plan_path = Path(step.artifact_paths["plan"])
