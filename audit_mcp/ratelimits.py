@@ -75,16 +75,22 @@ def go_duration(text: str) -> float | None:
     return sum(float(n) * _GO_UNITS[unit] for n, unit in _GO_PART.findall(value))
 
 
+def _number(text: str) -> float | None:
+    """``text`` as a plain number, or None when it is some other format (a date, a duration)."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def _when(value: str, now: datetime) -> datetime | None:
     """An RFC 3339 time, a Go duration, a number of seconds, or an HTTP date."""
     text = value.strip()
     seconds = go_duration(text)
     if seconds is not None:
         return now + timedelta(seconds=seconds)
-    try:
-        return now + timedelta(seconds=float(text))
-    except ValueError:
-        pass
+    if (number := _number(text)) is not None:
+        return now + timedelta(seconds=number)
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -96,11 +102,9 @@ def _when(value: str, now: datetime) -> datetime | None:
 
 
 def _retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
-    if "retry-after-ms" in headers:
-        try:
-            return max(0.0, float(headers["retry-after-ms"]) / 1000)
-        except ValueError:
-            pass
+    if "retry-after-ms" in headers and (ms := _number(headers["retry-after-ms"])) is not None:
+        return max(0.0, ms / 1000)
+    # An unreadable retry-after-ms falls back to retry-after, as the official SDKs do.
     if "retry-after" in headers:
         at = _when(headers["retry-after"], now)
         if at is not None:
