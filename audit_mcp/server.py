@@ -116,6 +116,14 @@ def _client_name(ctx: Context | None) -> str | None:
     return getattr(info, "name", None)
 
 
+def _found(read: Callable[[], str]) -> str:
+    """A resource's content, or resource-not-found (not an internal error) before an audit exists."""
+    try:
+        return read()
+    except NotFoundError as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
+
+
 def build_server(
     root: Path | None = None,
     artifacts_dir: Path | None = None,
@@ -258,34 +266,22 @@ def build_server(
     @server.resource("audit://report", mime_type="text/markdown", title="Audit report")
     def report() -> str:
         """The audit report (provisional until the audit is complete)."""
-        try:
-            return current().report("md")
-        except NotFoundError as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
+        return _found(lambda: current().report("md"))
 
     @server.resource("audit://report/json", mime_type="application/json", title="Audit report (JSON)")
     def report_json() -> str:
         """The audit report as JSON (its fields are listed in the README)."""
-        try:
-            return current().report("json")
-        except NotFoundError as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
+        return _found(lambda: current().report("json"))
 
     @server.resource("audit://report/sarif", mime_type="application/sarif+json", title="Audit report (SARIF)")
     def report_sarif() -> str:
         """The audit report as SARIF 2.1.0, for code-scanning tools."""
-        try:
-            return current().report("sarif")
-        except NotFoundError as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
+        return _found(lambda: current().report("sarif"))
 
     @server.resource("audit://coverage", mime_type="application/json", title="Coverage summary")
     def coverage() -> str:
         """Coverage totals by state and lens, and the audit's completeness."""
-        try:
-            return json.dumps(current().coverage(), indent=2)
-        except NotFoundError as exc:
-            raise ResourceNotFoundError(str(exc)) from exc
+        return _found(lambda: json.dumps(current().coverage(), indent=2))
 
     @server.resource("audit://status", mime_type="application/json", title="Audit status")
     def status() -> str:
