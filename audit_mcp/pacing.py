@@ -95,6 +95,7 @@ def run_outcome(
         wait_until=max(waits) if waits else None, hard_stop=hard, observed_limits=observed,
         usage=[{k: float(v) for k, v in u.items()} for u, _ in usage if u],
         estimated_tokens=[tokens for u, tokens in usage if u],
+        absorbed=int(sum(float(u.get("rate_limited_calls") or 0) for u, _ in usage if u)),
     )
 
 

@@ -8,9 +8,12 @@ utilisation below one, with ``r_X`` a per-second rate, ``D`` the mean
 subagent run time and ``T``, ``O``, ``R`` the input tokens, output tokens and
 API calls one run takes (a run makes many calls, each re-sending its
 context). Only limits known with medium or high confidence bind; built-in guesses
-are left to the learned cap. The learned cap moves by AIMD (+1 after a clean, well-used wave,
-halved at most once a minute on rate-limit failures) and decays back toward
-the physical cap with a half-life.
+are left to the learned cap. On a whole-wave host the input draw counts at its
+peak, since a wave's runs all read their packets at once. The learned cap moves
+by AIMD (+1 after a clean, well-used wave; halved on rate-limit failures, a
+quarter off when the runs' ``usage`` reports three or more rate-limited calls
+the host retried; at most one decrease a minute) and decays back toward the
+physical cap with a half-life.
 
 Packets are sized to the same rates: a run re-sends its context on every
 call, so one run of a large packet can draw input faster than the bucket
@@ -42,7 +45,12 @@ DEFAULT_INPUT_RATIO = {"anthropic": 2.0}
 UNCACHED_INPUT_RATIO = 8.0
 DEFAULT_OUTPUT_TOKENS = 6_000
 DEFAULT_CALLS = 15
-TARGET_UTILISATION = 0.85
+# The width sustains the limits at full use; launch pacing (below) keeps the draw itself under them.
+TARGET_UTILISATION = 1.0
+# A run reads its packet early: its input draw peaks at about this multiple of its mean. Rolling hosts start
+# runs at different times, so the peaks spread out; a whole wave starts at once, so they add up.
+WHOLE_WAVE_INPUT_PEAK = 1.5
+PACKET_UTILISATION = 0.85  # one run alone stays this far inside the input refill
 PACING_UTILISATION = 0.9  # launch pacing keeps each bucket's draw a little under its refill
 _PER_MINUTE = ("input_tokens_per_minute", "output_tokens_per_minute", "requests_per_minute")
 DECREASE_INTERVAL = timedelta(seconds=60)
@@ -54,6 +62,10 @@ RUN_WEIGHT = 0.5  # how far one merged run moves the learned run profile
 # input than a slower run would.
 MIN_SUSTAINABLE_PACKET = 8_000
 MIN_PACKET_BUDGET = 8_000  # the first-call bound never packs smaller than this either
+# Rate-limited calls in one run, retried by the host and reported in ``usage``, that count as throttling: a
+# stray one or two are the provider's noise, three or more mean the run drew faster than the limits refill.
+ABSORBED_LIMIT = 3
+ABSORBED_DECREASE = 0.75
 
 
 @dataclass(frozen=True)
@@ -144,12 +156,19 @@ def _draws(key: str, tokens: Sequence[float], learned: Learned, provider: str) -
     return [max(1.0, t * per_token + per_run) for t in tokens]
 
 
-def physical_cap(limits: ResolvedLimits, host_cap: int, mean_tokens: float, learned: Learned) -> tuple[int, str]:
-    """The widest wave the limits sustain, and which constraint set it."""
+def physical_cap(limits: ResolvedLimits, host_cap: int, mean_tokens: float, learned: Learned,
+                 host_kind: str = "rolling") -> tuple[int, str]:
+    """The widest wave the limits sustain, and which constraint set it.
+
+    On a whole-wave host every run of a wave reads its packet at the same time, so the input draw counts at
+    its peak (``WHOLE_WAVE_INPUT_PEAK``) rather than its mean.
+    """
     seconds = run_profile(learned, limits.provider)[0]
     bounds = {"host": min(host_cap, MAX_WAVE_WIDTH)}
     for key, rate in _rates(limits).items():
         per_run = _draws(key, [mean_tokens], learned, limits.provider)[0]
+        if host_kind == "whole_wave" and key == "input_tokens_per_minute":
+            per_run *= WHOLE_WAVE_INPUT_PEAK
         bounds[key] = math.floor(TARGET_UTILISATION * rate * seconds / per_run + 0.5)
     binding = min(bounds, key=lambda k: bounds[k])
     return max(1, bounds[binding]), binding
@@ -205,7 +224,7 @@ def schedule(
     """The wave schedule for ``packets`` now."""
     order = sorted(packets, key=lambda p: (p.rank, -p.estimated_tokens, p.packet_id))
     mean_tokens = sum(p.estimated_tokens for p in order) / len(order) if order else 0.0
-    c_phys, binding = physical_cap(limits, host_cap, mean_tokens, learned)
+    c_phys, binding = physical_cap(limits, host_cap, mean_tokens, learned, host_kind)
     decayed = decayed_cap(learned, c_phys, now, half_life)
     learned_cap = max(1, math.floor(decayed + 0.5)) if decayed is not None else None
     width = max(1, min(c_phys, learned_cap if learned_cap is not None else c_phys, host_cap, MAX_WAVE_WIDTH))
@@ -263,7 +282,7 @@ def admissible_tokens(limits: ResolvedLimits) -> int | None:
 def sustainable_packet_tokens(limits: ResolvedLimits, learned: Learned) -> int | None:
     """The largest packet one run can review without drawing input faster than the bucket refills.
 
-    A run charges about ``tokens × input_ratio`` over ``run_seconds``; at ``TARGET_UTILISATION`` of the
+    A run charges about ``tokens × input_ratio`` over ``run_seconds``; at ``PACKET_UTILISATION`` of the
     input rate that allows ``rate × seconds × utilisation / ratio`` tokens, never below
     ``MIN_SUSTAINABLE_PACKET``. None unless the input limit is known (medium or high). Requests and output
     tokens per run do not shrink with the packet, so those limits bound the width, not the packet.
@@ -272,7 +291,7 @@ def sustainable_packet_tokens(limits: ResolvedLimits, learned: Learned) -> int |
     if rate is None:
         return None
     seconds, ratio, _out, _calls = run_profile(learned, limits.provider)
-    return max(MIN_SUSTAINABLE_PACKET, int(rate * seconds * TARGET_UTILISATION / ratio))
+    return max(MIN_SUSTAINABLE_PACKET, int(rate * seconds * PACKET_UTILISATION / ratio))
 
 
 def packet_token_budget(limits: ResolvedLimits, learned: Learned, max_packet_tokens: int) -> int:
@@ -330,10 +349,17 @@ class RunOutcome:
     observed_limits: dict[str, int] = field(default_factory=dict)
     usage: Sequence[dict[str, float]] = ()
     estimated_tokens: Sequence[int] = ()
+    absorbed: int = 0  # rate-limited calls the host retried successfully, as the runs' usage reported them
 
 
 def learn(learned: Learned, outcome: RunOutcome, now: datetime, prior: float, half_life: timedelta) -> Learned:
-    """AIMD on the learned cap, cooldowns, hard stops, and usage calibration, from one run's outcome."""
+    """AIMD on the learned cap, cooldowns, hard stops, and usage calibration, from one run's outcome.
+
+    A run is throttled when a packet failed rate-limited, or when its packets' ``usage`` reports at least
+    ``ABSORBED_LIMIT`` rate-limited calls that the host's retries absorbed. A failure halves the cap and
+    sets a cooldown; absorbed retries take a quarter off and set none (the host already waited). Either
+    moves the cap at most once a minute.
+    """
     current = decayed_cap(learned, prior, now, half_life)
     base = current if current is not None else float(max(1, outcome.wave_size))
     updated = replace(learned, updated_at=now)
@@ -342,16 +368,25 @@ def learn(learned: Learned, outcome: RunOutcome, now: datetime, prior: float, ha
                           observed_at=now)
     if outcome.hard_stop:
         updated = replace(updated, hard_stop=outcome.hard_stop)
-    if outcome.rate_limited:
+    throttled = outcome.rate_limited or outcome.absorbed >= ABSORBED_LIMIT
+    if throttled:
         recently = learned.last_decrease_at is not None and now - learned.last_decrease_at < DECREASE_INTERVAL
-        cap: float | None = base if recently else max(1.0, math.floor(min(base, outcome.wave_size) * 0.5))
-        until = max(outcome.wait_until, now) if outcome.wait_until else now + DEFAULT_COOLDOWN
+        # A failure halves the cap; retries the host absorbed take a quarter off (a narrow wave halved loses half
+        # its speed for what cost a few seconds of waiting).
+        width = min(base, outcome.wave_size)
+        smaller = math.floor(width * 0.5) if outcome.rate_limited else math.floor(width * ABSORBED_DECREASE + 0.5)
+        cap: float | None = base if recently else max(1.0, smaller)
+        until = learned.cooldown_until  # retries the host absorbed are already waited out: no new cooldown
+        if outcome.rate_limited:
+            until = max(outcome.wait_until, now) if outcome.wait_until else now + DEFAULT_COOLDOWN
         if outcome.observed_limits and outcome.observed_limits != learned.observed_limits:
             # The provider just said what its limits are: the physical cap, recomputed from them, governs.
             cap = None
         updated = replace(updated, cap=cap, last_429_at=now, cooldown_until=until,
                           last_decrease_at=learned.last_decrease_at if recently else now,
                           rate_limited_runs=learned.rate_limited_runs + 1)
+    elif outcome.absorbed:
+        updated = replace(updated, last_429_at=now)  # a stray retry: neither narrower nor wider
     elif outcome.succeeded and outcome.launched and outcome.wave_size < base / 2:
         updated = replace(updated, hard_stop=None)
     elif outcome.succeeded and outcome.launched:
@@ -375,7 +410,8 @@ def _calibrate(learned: Learned, outcome: RunOutcome) -> Learned:
     charged = [(u["input_tokens"], e) for u, e in zip(outcome.usage, outcome.estimated_tokens, strict=False)
                if u.get("input_tokens") and e]
     ratio = sum(i for i, _ in charged) / sum(e for _, e in charged) if charged else None
-    seconds = None if outcome.rate_limited else _mean(outcome.usage, "seconds")  # throttled: slow for the wrong reason
+    # A throttled run is slow for the wrong reason: its seconds say nothing about the work.
+    seconds = None if outcome.rate_limited or outcome.absorbed else _mean(outcome.usage, "seconds")
     return replace(
         learned,
         input_ratio=_ewma(learned.input_ratio, ratio, RUN_WEIGHT),

@@ -178,7 +178,7 @@ class PacketValidator:
             out.error("/usage", "'usage' must be an object such as {\"input_tokens\": 1200, \"seconds\": 95}")
             return {}
         clean: dict[str, float] = {}
-        for key in ("input_tokens", "output_tokens", "api_calls", "seconds"):
+        for key in ("input_tokens", "output_tokens", "api_calls", "seconds", "rate_limited_calls"):
             value = usage.get(key)
             if value is None:
                 continue

@@ -200,6 +200,7 @@ class Provider:
 class RunResult:
     finished: dict[str, float] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    throttled: dict[str, int] = field(default_factory=dict)  # rate-limited calls per packet, retries included
     calls: int = 0
     rate_limited: int = 0
     wasted_tokens: int = 0
@@ -249,6 +250,7 @@ def run_packets(
                 heapq.heappush(events, (now + call.latency, next(seq), "done", packet, j, 0, 0.0))
                 continue
             out.rate_limited += 1
+            out.throttled[packet.packet_id] = out.throttled.get(packet.packet_id, 0) + 1
             if tries >= HOST_RETRIES:
                 out.failed[packet.packet_id] = provider.error_text(retry)
                 out.wasted_tokens += spent[packet.packet_id]
@@ -298,6 +300,9 @@ class Scenario:
     accounting: str
     seed: int
     code_tokens: int  # how much code the audit reviews, however it is packed
+    # Where the scheduler's wrong limits come from: the built-in tier table (low confidence: a guess, which
+    # does not bind) or the session config (medium: what the user said, which does).
+    told: str = "table"
 
 
 @dataclass
@@ -370,7 +375,8 @@ def simulate(sc: Scenario, strategy: str, *, warm: bool = False) -> Outcome:
     max_tokens = min(MAX_TOKENS, truth[2] // 4)  # a host keeps max_tokens well inside the output bucket
     files = code(random.Random(sc.seed), sc.code_tokens)
     prior = tuple(max(1, int(v * sc.prior)) for v in truth)
-    limits = _limits(truth if strategy == "oracle" else prior, "high" if strategy == "oracle" else "medium",
+    confidence = "high" if strategy == "oracle" else {"table": "low", "config": "medium"}[sc.told]
+    limits = _limits(truth if strategy == "oracle" else prior, confidence,
                      sc.accounting)
     learned, t0 = Learned(), EPOCH
     if warm and strategy == "scheduler":
@@ -421,7 +427,8 @@ def _audit(
         if strategy == "scheduler":
             usage = [({"input_tokens": sum(c.input_tokens for c in p.calls),
                        "output_tokens": sum(c.output_tokens for c in p.calls), "api_calls": len(p.calls),
-                       "seconds": result.finished[p.packet_id]}, p.text_tokens) for p in done]
+                       "seconds": result.finished[p.packet_id],
+                       "rate_limited_calls": result.throttled.get(p.packet_id, 0)}, p.text_tokens) for p in done]
             at = t0 + timedelta(seconds=clock)
             taught = run_outcome(launched=len(packets), wave_size=width, succeeded=len(done),
                                  reported=result.failed, usage=usage, now=at)
@@ -438,13 +445,14 @@ def _audit(
     return outcome, learned, t0 + timedelta(seconds=clock)
 
 
-def scenarios(quick: bool, seeds: int) -> list[Scenario]:
+def scenarios(quick: bool, seeds: int, told: str = "table") -> list[Scenario]:
     out = []
     shapes = itertools.product(TIERS, CAPS, ("rolling", "whole_wave"), PRIOR_FACTORS, ("cached", "uncached"))
     for tier, cap, kind, prior, accounting in shapes:
         for seed in range(seeds):
             n = 24 if quick else 60
-            out.append(Scenario(tier, cap, kind, prior, accounting, seed * 7919 + cap, n * CODE_TOKENS_PER_SLOT))
+            out.append(Scenario(tier, cap, kind, prior, accounting, seed * 7919 + cap, n * CODE_TOKENS_PER_SLOT,
+                                    told))
     return out
 
 
@@ -471,8 +479,20 @@ def summarise(rows: list[tuple[Scenario, Outcome]]) -> dict[str, float | int]:
     }
 
 
+def against_naive(rows: list[tuple[Scenario, Outcome]], naive: list[tuple[Scenario, Outcome]]) -> dict[str, float]:
+    """Makespan against the naive baseline's over the scenarios where limits bind (naive saw a 429)."""
+    pairs = [(o.makespan, n.makespan) for (_, o), (_, n) in zip(rows, naive, strict=True) if n.rate_limited]
+    if not pairs:
+        return {}
+    return {"binding_scenarios": len(pairs),
+            "makespan_over_naive_where_limits_bind_median": round(statistics.median(a / b for a, b in pairs), 3),
+            "no_slower_than_naive_where_limits_bind": round(sum(a <= b for a, b in pairs) / len(pairs), 3)}
+
+
 def _group(sc: Scenario, by: str) -> tuple[str, ...]:
-    return (f"{sc.prior:g}×",) if by == "prior" else (sc.tier, sc.accounting)
+    if by == "prior":
+        return (f"{sc.prior:g}×",)
+    return (sc.tier, sc.accounting, sc.kind) if by == "kind" else (sc.tier, sc.accounting)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -480,14 +500,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer and smaller scenarios (under a minute)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on the last line")
     parser.add_argument("--table", action="store_true", help="with --json, print the table too")
-    parser.add_argument("--by", choices=("tier", "prior"), default="tier", help="how the table groups scenarios")
+    parser.add_argument("--by", choices=("tier", "kind", "prior"), default="tier",
+                        help="how the table groups scenarios (kind: tier, accounting and host kind)")
+    parser.add_argument("--priors", choices=("table", "config"), default="table",
+                        help="where the wrong limits come from: the built-in table (low confidence) or the "
+                             "session config (medium)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per scenario shape")
     args = parser.parse_args(argv)
     seeds = args.seeds or (3 if args.quick else 10)
     started = time.monotonic()
     results: dict[str, list[tuple[Scenario, Outcome]]] = {"scheduler": [], "naive": [], "oracle": [],
                                                            "scheduler_cold": []}
-    for sc in scenarios(args.quick, seeds):
+    for sc in scenarios(args.quick, seeds, args.priors):
         outcomes = {strategy: simulate(sc, "scheduler" if strategy == "scheduler_cold" else strategy,
                                        warm=strategy == "scheduler") for strategy in results}
         # The same code packed differently has different bounds: compare every strategy against the smallest
@@ -497,11 +521,15 @@ def main(argv: list[str] | None = None) -> int:
             outcome.reference_bound = reference
             results[strategy].append((sc, outcome))
     summary = {name: summarise(rows) for name, rows in results.items()}
+    for name in ("scheduler", "oracle", "scheduler_cold"):
+        summary[name].update(against_naive(results[name], results["naive"]))
     if not args.json or args.table:
         groups: list[tuple[str, ...]] = (
             [(f"{p:g}×",) for p in PRIOR_FACTORS] if args.by == "prior"
-            else [(t, a) for t, a in itertools.product(TIERS, ("cached", "uncached"))])
-        heads = ["limit prior"] if args.by == "prior" else ["tier", "accounting"]
+            else list(itertools.product(TIERS, ("cached", "uncached"), ("rolling", "whole_wave")))
+            if args.by == "kind" else list(itertools.product(TIERS, ("cached", "uncached"))))
+        heads = (["limit prior"] if args.by == "prior" else ["tier", "accounting", "host"] if args.by == "kind"
+                 else ["tier", "accounting"])
         print("| " + " | ".join(heads) + " | strategy | makespan/LB median | p90 | 429s / calls | failed packets |"
               " tokens wasted |")
         print("|" + "---|" * (len(heads) + 6))

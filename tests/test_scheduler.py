@@ -92,7 +92,7 @@ def test_usage_calibrates_the_run_profile_and_moves_the_physical_cap() -> None:
     outcome = RunOutcome(launched=2, wave_size=2, succeeded=2, rate_limited=0,
                          usage=[{"input_tokens": 60_000.0, "seconds": 240.0}] * 2, estimated_tokens=[60_000, 60_000])
     after, binding = physical_cap(lim, 16, 60_000, learn(Learned(), outcome, NOW, before, DAY))
-    assert before == 13
+    assert before == 15  # 7,500 tokens/s × 240 s / (60,000 × 2)
     assert after > before and binding == "host"
 
 
@@ -110,6 +110,33 @@ def test_aimd(cap: float | None, wave: int, rate_limited: int, last_decrease: da
     learned = Learned(cap=cap, updated_at=NOW if cap else None, last_decrease_at=last_decrease)
     outcome = RunOutcome(launched=wave, wave_size=wave, succeeded=wave - rate_limited, rate_limited=rate_limited)
     assert learn(learned, outcome, NOW, 16, DAY).cap == expected
+
+
+@pytest.mark.parametrize(("cap", "wave", "absorbed", "expected"), [
+    (8.0, 8, 3, 6.0),    # three retries the host absorbed: a quarter off the wave that was used
+    (8.0, 8, 12, 6.0),   # however many
+    (2.0, 2, 5, 2.0),    # a narrow wave keeps its width (1.5 rounds up): halving it would cost half the speed
+    (8.0, 8, 2, 8.0),    # one or two are noise: held, neither narrower nor wider
+    (8.0, 8, 0, 9.0),    # none: clean, +1
+], ids=["three", "many", "narrow", "stray", "clean"])
+def test_rate_limited_calls_the_host_absorbed_narrow_the_cap_without_a_cooldown(
+    cap: float, wave: int, absorbed: int, expected: float
+) -> None:
+    learned = Learned(cap=cap, updated_at=NOW)
+    usage = [{"input_tokens": 40_000.0, "seconds": 900.0, "rate_limited_calls": float(absorbed)}]
+    outcome = RunOutcome(launched=wave, wave_size=wave, succeeded=wave, rate_limited=0, usage=usage,
+                         estimated_tokens=[20_000], absorbed=absorbed)
+    state = learn(learned, outcome, NOW, 16, DAY)
+    assert state.cap == expected and state.cooldown_until is None
+    assert state.last_429_at == (NOW if absorbed else None)
+    # A throttled run is slow for the wrong reason: its seconds do not teach the run length.
+    assert state.run_seconds == (None if absorbed else 900.0)
+
+
+def test_a_whole_wave_host_gets_a_narrower_wave_when_input_binds() -> None:
+    rolling, _ = physical_cap(limits(*MID), 16, 60_000, Learned(), "rolling")
+    whole, binding = physical_cap(limits(*MID), 16, 60_000, Learned(), "whole_wave")
+    assert (rolling, whole, binding) == (15, 10, "input_tokens_per_minute")  # its runs all read their packets at once
 
 
 def test_a_rate_limited_run_sets_last_429_and_cools_down_until_the_reset_or_a_minute() -> None:

@@ -106,6 +106,47 @@ async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
         assert quota["learned"]["max_safe_concurrency"] == 4 and quota["learned"]["clean_runs"] == 2
 
 
+@pytest.mark.anyio
+async def test_rate_limit_retries_reported_in_usage_narrow_the_next_wave_without_a_cooldown(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n')
+    clock = FakeClock()
+    async with Client(build_server(repo, clock=clock)) as client:
+        await _call(client, "next_step", {"root": str(repo)})
+        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
+        first = await _plan(client, step["run_id"])
+        assert first["wave_size"] == 4
+        for packet in first["packets"]:  # every packet got through, but its calls were refused and retried
+            receipt = await _call(client, "submit_packet", {
+                "run_id": first["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet),
+                "usage": {"input_tokens": 20_000, "api_calls": 12, "seconds": 600, "rate_limited_calls": 2}})
+            assert receipt["accepted"], receipt["errors"]
+        summary = await _call(client, "merge_and_ingest", {"run_id": first["run_id"], "failures": []})
+        assert summary["packets_failed"] == 0
+        quota = await _call(client, "quota_status", {})
+        assert quota["learned"]["last_429_at"] == "2026-11-30T12:00:00Z"
+        assert quota["learned"]["cooldown_until"] is None  # the host's retries already waited
+        assert quota["learned"]["max_safe_concurrency"] == 3 and quota["schedule"]["wave_size"] <= 3
+
+
+def test_a_negative_rate_limited_calls_count_is_refused_and_nothing_is_stored(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    service = AuditService(repo, clock=lambda: START)
+    service.next_step({"root": str(repo)})
+    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 4})
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    packet = plan["packets"][0]
+    results = reviewer.results(packet)
+    receipt = service.submit_packet(plan["run_id"], packet["packet_id"], results, usage={"rate_limited_calls": -1})
+    assert not receipt.accepted
+    assert [(e.location, e.message) for e in receipt.errors] == [
+        ("/usage/rate_limited_calls", "'rate_limited_calls' must be a non-negative number")]
+    fixed = service.submit_packet(plan["run_id"], packet["packet_id"], results, usage={"rate_limited_calls": 1})
+    assert fixed.accepted, fixed.errors
+
+
 def test_a_spend_cap_blocks_with_the_reason_instead_of_cooling_down(repo: Path) -> None:
     service = AuditService(repo, clock=lambda: START)
     step = service.next_step({"can_dispatch_subagents": True})
@@ -128,7 +169,7 @@ def test_limits_set_in_config_shape_the_waves_and_flag_packets_that_cannot_fit(r
     step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16,
                               "model": "claude-haiku-4-5"})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
-    assert plan["wave_size"] <= 2 and "input_tokens_per_minute" in plan["schedule"]["reasoning"]
+    assert plan["wave_size"] <= 3 and "input_tokens_per_minute" in plan["schedule"]["reasoning"]
     assert max(p["estimated_tokens"] for p in plan["packets"]) <= 32_000
     assert plan["schedule"]["oversize_packets"] == []
 

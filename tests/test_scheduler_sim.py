@@ -25,7 +25,8 @@ from benchmarks.scheduler_sim import (
 def _cases() -> list[Scenario]:
     rng = random.Random(7)
     return [Scenario(tier, rng.choice((3, 4, 6, 20)), rng.choice(("rolling", "whole_wave")),
-                     rng.choice(PRIOR_FACTORS), rng.choice(("cached", "uncached")), seed, 10 * CODE_TOKENS_PER_SLOT)
+                     rng.choice(PRIOR_FACTORS), rng.choice(("cached", "uncached")), seed, 10 * CODE_TOKENS_PER_SLOT,
+                     rng.choice(("table", "config")))
             for seed, tier in enumerate(list(TIERS) * 8)]
 
 
@@ -35,6 +36,14 @@ def test_every_simulated_makespan_is_at_least_the_lower_bound(strategy: str) -> 
         outcome = simulate(sc, strategy, warm=strategy == "scheduler")
         assert outcome.makespan >= outcome.lower_bound * (1 - 1e-9), sc
         assert outcome.calls > 0 and outcome.unfinished_files == 0
+
+
+def test_the_simulated_host_counts_each_packet_s_rate_limited_calls_for_its_usage() -> None:
+    packets = workload(random.Random(3), 6, 20_000, 2_000, cached=False)
+    result = run_packets(Provider(TIERS["low"], 2_000), packets, 6, "rolling", 0.0)
+    assert result.rate_limited > 0
+    assert sum(result.throttled.values()) == result.rate_limited
+    assert set(result.throttled) <= {p.packet_id for p in packets}
 
 
 def test_the_lower_bound_is_the_longest_run_when_nothing_else_binds() -> None:
