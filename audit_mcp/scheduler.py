@@ -3,9 +3,9 @@
 Pure: every input (resolved limits, learned state, the host's cap and kind,
 the packets' token estimates, ``now``) is explicit, and so is every output.
 
-The physical cap is ``min(C_host, r_I·D/T, r_O·D/O, r_R·D/R)`` at a target
-utilisation below one, with ``r_X`` a per-second rate, ``D`` the mean
-subagent run time and ``T``, ``O``, ``R`` the input tokens, output tokens and
+The physical cap is ``min(C_host, r_I·D/T, r_O·D/O, r_R·D/R)`` at full
+utilisation (launch pacing, below, keeps the draw itself under the limits),
+with ``r_X`` a per-second rate, ``D`` the mean subagent run time and ``T``, ``O``, ``R`` the input tokens, output tokens and
 API calls one run takes (a run makes many calls, each re-sending its
 context). Only limits known with medium or high confidence bind; built-in guesses
 are left to the learned cap. On a whole-wave host the input draw counts at its
@@ -47,9 +47,13 @@ DEFAULT_OUTPUT_TOKENS = 6_000
 DEFAULT_CALLS = 15
 # The width sustains the limits at full use; launch pacing (below) keeps the draw itself under them.
 TARGET_UTILISATION = 1.0
-# A run reads its packet early: its input draw peaks at about this multiple of its mean. Rolling hosts start
-# runs at different times, so the peaks spread out; a whole wave starts at once, so they add up.
+# A cached run reads its packet early: its input draw peaks at about this multiple of its mean. Rolling hosts
+# start runs at different times, so the peaks spread out; a whole wave starts at once, so they add up.
 WHOLE_WAVE_INPUT_PEAK = 1.5
+# A run charged less than this many input tokens per token of packet text is cached (cache reads are free):
+# it draws its input as it reads the packet, early. Above it every call re-sends everything.
+CACHED_RATIO = 4.0
+UNCACHED_PACKET_TOKENS = 20_000  # with every input token charged, packets stay this small when input binds
 PACKET_UTILISATION = 0.85  # one run alone stays this far inside the input refill
 PACING_UTILISATION = 0.9  # launch pacing keeps each bucket's draw a little under its refill
 _PER_MINUTE = ("input_tokens_per_minute", "output_tokens_per_minute", "requests_per_minute")
@@ -160,14 +164,15 @@ def physical_cap(limits: ResolvedLimits, host_cap: int, mean_tokens: float, lear
                  host_kind: str = "rolling") -> tuple[int, str]:
     """The widest wave the limits sustain, and which constraint set it.
 
-    On a whole-wave host every run of a wave reads its packet at the same time, so the input draw counts at
-    its peak (``WHOLE_WAVE_INPUT_PEAK``) rather than its mean.
+    On a whole-wave host every run of a wave reads its packet at the same time, so a cached run's input draw
+    (charged as it reads) counts at its peak (``WHOLE_WAVE_INPUT_PEAK``) rather than its mean; an uncached
+    run re-sends its whole context on every call and draws evenly.
     """
-    seconds = run_profile(learned, limits.provider)[0]
+    seconds, ratio, _out, _calls = run_profile(learned, limits.provider)
     bounds = {"host": min(host_cap, MAX_WAVE_WIDTH)}
     for key, rate in _rates(limits).items():
         per_run = _draws(key, [mean_tokens], learned, limits.provider)[0]
-        if host_kind == "whole_wave" and key == "input_tokens_per_minute":
+        if host_kind == "whole_wave" and key == "input_tokens_per_minute" and ratio < CACHED_RATIO:
             per_run *= WHOLE_WAVE_INPUT_PEAK
         bounds[key] = math.floor(TARGET_UTILISATION * rate * seconds / per_run + 0.5)
     binding = min(bounds, key=lambda k: bounds[k])
@@ -250,6 +255,10 @@ def schedule(
                                                                          max(MIN_PACKET_BUDGET, fit)):
         why.append(f"packets are kept to ~{sustainable:,} tokens so that one run draws input_tokens_per_minute "
                    "no faster than it refills")
+    if sustainable is not None and ratio >= CACHED_RATIO and UNCACHED_PACKET_TOKENS < min(
+            sustainable, limits.packet_budget):
+        why.append(f"packets are kept to ~{UNCACHED_PACKET_TOKENS:,} tokens: every call re-sends the whole context "
+                   "(cache reads are charged), so smaller packets review the same code for fewer input tokens")
     if (rate := _rates(limits).get("input_tokens_per_minute")) and mean_tokens * ratio > rate * seconds:
         why.append(f"one run alone draws ~{mean_tokens * ratio / seconds * 60:,.0f} input tokens a minute, more "
                    "than the limit: expect rate-limit retries at any width")
@@ -302,6 +311,11 @@ def packet_token_budget(limits: ResolvedLimits, learned: Learned, max_packet_tok
         budget = min(budget, max(MIN_PACKET_BUDGET, fit))
     if (run := sustainable_packet_tokens(limits, learned)) is not None:
         budget = min(budget, run)
+        if run_profile(learned, limits.provider)[1] >= CACHED_RATIO:
+            # Every call re-sends the whole context, so a run's input grows with the square of its packet:
+            # smaller packets review the same code for fewer input tokens, down to where the system prompt
+            # re-sent on every call dominates.
+            budget = min(budget, UNCACHED_PACKET_TOKENS)
     return budget
 
 

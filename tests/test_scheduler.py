@@ -133,10 +133,14 @@ def test_rate_limited_calls_the_host_absorbed_narrow_the_cap_without_a_cooldown(
     assert state.run_seconds == (None if absorbed else 900.0)
 
 
-def test_a_whole_wave_host_gets_a_narrower_wave_when_input_binds() -> None:
+def test_a_whole_wave_host_gets_a_narrower_wave_when_cached_runs_read_their_packets_at_once() -> None:
     rolling, _ = physical_cap(limits(*MID), 16, 60_000, Learned(), "rolling")
     whole, binding = physical_cap(limits(*MID), 16, 60_000, Learned(), "whole_wave")
-    assert (rolling, whole, binding) == (15, 10, "input_tokens_per_minute")  # its runs all read their packets at once
+    assert (rolling, whole, binding) == (15, 10, "input_tokens_per_minute")
+    # Uncached, every call re-sends the whole context: the draw is even, and the wave as wide as a rolling one.
+    uncached = limits(*MID, provider="openai")
+    assert physical_cap(uncached, 16, 20_000, Learned(), "whole_wave") == (11, "input_tokens_per_minute")
+    assert physical_cap(uncached, 16, 20_000, Learned(), "rolling") == (11, "input_tokens_per_minute")
 
 
 def test_a_rate_limited_run_sets_last_429_and_cools_down_until_the_reset_or_a_minute() -> None:
@@ -248,9 +252,10 @@ def test_a_packet_is_sized_so_one_run_draws_input_no_faster_than_it_refills(
     (LOW, "openai", 60_000, 12_750),     # the sustainable draw binds
     (LOW, "anthropic", 60_000, 24_000),  # the first call must fit the input bucket: 30k / 1.25
     (LOW, "openai", 10_000, 10_000),     # the configured cap binds
-    (HIGH, "openai", 60_000, 60_000),
-    (HIGH, "openai", 500_000, 150_000),  # the context window, less the reviewer's room
-], ids=["low-uncached", "low-cached", "configured", "high-tier", "context"])
+    (HIGH, "anthropic", 60_000, 60_000),
+    (HIGH, "openai", 60_000, 20_000),    # every call re-sends everything: smaller packets cost less input
+    (HIGH, "anthropic", 500_000, 150_000),  # the context window, less the reviewer's room
+], ids=["low-uncached", "low-cached", "configured", "high-tier", "high-tier-uncached", "context"])
 def test_the_packet_budget_is_the_tightest_of_context_config_first_call_and_run_draw(
     tier: tuple[int, int, int], provider: str, configured: int, expected: int
 ) -> None:

@@ -326,3 +326,10 @@ def test_a_cached_provider_under_the_same_limit_keeps_larger_packets(repo: Path)
     budget, plan = _dispatched(repo, "[model]\ninput_tokens_per_minute = 30000\n", "claude-haiku-4-5")
     assert budget == 24_000  # the first-call bound: cache reads leave one run well inside the bucket
     assert "packets are kept" not in plan["schedule"]["reasoning"]
+
+
+def test_an_uncached_provider_with_a_known_high_limit_still_packs_small(repo: Path) -> None:
+    budget, plan = _dispatched(repo, "[model]\ninput_tokens_per_minute = 2000000\n", "gpt-5")
+    assert budget == 20_000  # far inside the limit, but each call re-sends the context: small packets cost less
+    assert "packets are kept to ~20,000 tokens: every call re-sends the whole context" in plan["schedule"]["reasoning"]
+    assert max(p["estimated_tokens"] for p in plan["packets"]) <= 20_000
