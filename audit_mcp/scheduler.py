@@ -5,27 +5,30 @@ the packets' token estimates, ``now``) is explicit, and so is every output.
 
 The physical cap is ``min(C_host, r_I·D/T, r_O·D/O, r_R·D/R)`` at full
 utilisation (launch pacing, below, keeps the draw itself under the limits),
-with ``r_X`` a per-second rate, ``D`` the mean subagent run time and ``T``, ``O``, ``R`` the input tokens, output tokens and
-API calls one run takes (a run makes many calls, each re-sending its
-context). Only limits known with medium or high confidence bind; built-in guesses
-are left to the learned cap. On a whole-wave host the input draw counts at its
-peak, since a wave's runs all read their packets at once. The learned cap moves
-by AIMD (+1 after a clean, well-used wave; halved on rate-limit failures, a
-quarter off when the runs' ``usage`` reports three or more rate-limited calls
-the host retried; at most one decrease a minute) and decays back toward the
-physical cap with a half-life.
+with ``r_X`` a per-second rate, ``D`` the mean subagent run time and ``T``,
+``O``, ``R`` the input tokens, output tokens and API calls one run takes (a
+run makes many calls, each re-sending its context). Only limits known with
+medium or high confidence bind; built-in guesses are left to the learned cap.
+On a whole-wave host a cached run's input draw counts at its peak, since a
+wave's runs all read their packets at once. The learned cap moves by AIMD (+1
+after a clean, well-used wave; halved on rate-limit failures, a quarter off
+when the runs' ``usage`` reports three or more rate-limited calls the host
+retried; at most one decrease a minute) and decays back toward the physical
+cap with a half-life.
 
 Packets are sized to the same rates: a run re-sends its context on every
 call, so one run of a large packet can draw input faster than the bucket
 refills however narrow the wave. ``packet_token_budget`` keeps a packet small
 enough that one run's charged input (its text times the input ratio) fits
 what the bucket refills over the run, above a floor below which the per-call
-overhead costs more than it saves.
+overhead costs more than it saves; where every input token is charged, no
+larger than 20k tokens, since each call re-sends the whole packet.
 
 Within a run, launches are paced: each packet gets an earliest start (seconds
 after the run begins) from a virtual token bucket per known limit, so a wave's
 first calls do not collide and the runs draw on the tightest bucket a little
-slower than it refills. Nothing is paced when only the host's slots bind.
+slower than it refills; on a whole-wave host all the packets of a wave share
+their first packet's start. Nothing is paced when only the host's slots bind.
 """
 
 from __future__ import annotations
@@ -208,6 +211,15 @@ def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[in
     return [round(x, 1) for x in offsets]
 
 
+def _by_wave(offsets: list[float], waves: list[int]) -> list[float]:
+    """One earliest start per wave, its first packet's: a whole-wave host launches a wave in one batch, and
+    staggering inside it would only hold the wave (and the one after it) back by its last member."""
+    out: list[float] = []
+    for size in waves:
+        out += [offsets[len(out)]] * size
+    return out
+
+
 def launch_interval(limits: ResolvedLimits, learned: Learned, mean_tokens: float) -> tuple[float, str | None]:
     """Seconds between starts once the burst is spent, and the bucket that sets them; (0, None) if none binds."""
     gaps = {key: _draws(key, [mean_tokens], learned, limits.provider)[0] / (PACING_UTILISATION * rate)
@@ -236,6 +248,8 @@ def schedule(
     waves = balanced_waves(len(order), width)
     wave_size = waves[0] if waves else 0
     offsets = launch_offsets(limits, learned, [p.estimated_tokens for p in order], wave_size)
+    if host_kind == "whole_wave":
+        offsets = _by_wave(offsets, waves)
     interval, pacer = launch_interval(limits, learned, mean_tokens) if any(offsets) else (0.0, None)
     cooldown = learned.cooldown_until if learned.cooldown_until and learned.cooldown_until > now else None
     oversize = _oversize(limits, order)
@@ -255,8 +269,8 @@ def schedule(
                                                                          max(MIN_PACKET_BUDGET, fit)):
         why.append(f"packets are kept to ~{sustainable:,} tokens so that one run draws input_tokens_per_minute "
                    "no faster than it refills")
-    if sustainable is not None and ratio >= CACHED_RATIO and UNCACHED_PACKET_TOKENS < min(
-            sustainable, limits.packet_budget):
+    if sustainable is not None and ratio >= CACHED_RATIO and min(sustainable, limits.packet_budget) > (
+            UNCACHED_PACKET_TOKENS):
         why.append(f"packets are kept to ~{UNCACHED_PACKET_TOKENS:,} tokens: every call re-sends the whole context "
                    "(cache reads are charged), so smaller packets review the same code for fewer input tokens")
     if (rate := _rates(limits).get("input_tokens_per_minute")) and mean_tokens * ratio > rate * seconds:

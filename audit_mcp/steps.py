@@ -114,14 +114,23 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     )
     offsets = _launch_offsets(ctx.outstanding)
     interval = planned.get("launch_interval_seconds") or None
-    launch_rule = (
-        "Launch the packets of the wave in the order listed, each as its own subagent. A packet marked "
-        "**start at +Ns** must not start sooner than N seconds after the first subagent of this run started "
-        "(the model's per-minute token budget refills at that pace; if you have nothing else to do, wait with "
-        "`sleep` in a shell); start the others at once. Give each exactly this instruction:"
-        if offsets else "Launch every packet of the wave at once, each as its own subagent, with exactly this "
-                        "instruction:"
-    )
+    if offsets and planned.get("wave_kind") == "whole_wave":
+        launch_rule = (
+            "Launch all the packets of the wave together, each as its own subagent. A wave whose packets are "
+            "marked **start at +Ns** must not start sooner than N seconds after the first wave of this run "
+            "started (the model's per-minute token budget refills at that pace; if you have nothing else to do, "
+            "wait with `sleep` in a shell). Give each exactly this instruction:"
+        )
+    elif offsets:
+        launch_rule = (
+            "Launch the packets of the wave in the order listed, each as its own subagent. A packet marked "
+            "**start at +Ns** must not start sooner than N seconds after the first subagent of this run started "
+            "(the model's per-minute token budget refills at that pace; if you have nothing else to do, wait "
+            "with `sleep` in a shell); start the others at once. Give each exactly this instruction:"
+        )
+    else:
+        launch_rule = ("Launch every packet of the wave at once, each as its own subagent, with exactly this "
+                       "instruction:")
     merge_cli = _cli(ctx, "merge-and-ingest", "--run-id", ctx.run_id, "--failures", "FAILURES.json")
     resumed = (
         f"{len(ctx.submitted)} packet(s) of this run are already submitted ({', '.join(ctx.submitted)}); "

@@ -280,6 +280,26 @@ def test_a_binding_configured_limit_paces_the_launches_in_the_plan_and_the_promp
     assert "Launch every packet of the wave at once" not in prompt
 
 
+def test_a_whole_wave_host_is_paced_by_whole_waves(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUDIT_MCP_WAVE_KIND", "whole_wave")
+    (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 40000\n")
+    step = AuditService(repo, clock=lambda: START).next_step({"can_dispatch_subagents": True,
+                                                              "max_active_subagents": 16})
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    assert plan["schedule"]["wave_kind"] == "whole_wave" and len(step.waves) > 1
+    starts = [p["not_before_seconds"] for p in plan["packets"]]
+    # Every packet of a wave shares one earliest start, and later waves start later.
+    by_wave, at = [], 0
+    for size in step.waves:
+        by_wave.append(starts[at:at + size])
+        at += size
+    assert all(len(set(wave)) == 1 for wave in by_wave)
+    assert [w[0] for w in by_wave] == sorted(w[0] for w in by_wave) and by_wave[-1][0] > 0
+    prompt = Path(step.prompt_path).read_text()
+    assert "Launch all the packets of the wave together" in prompt
+    assert "A wave whose packets are marked **start at +Ns**" in prompt
+
+
 def test_a_resumed_run_counts_its_launch_offsets_from_its_first_outstanding_packet(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
