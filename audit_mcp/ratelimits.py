@@ -38,6 +38,13 @@ _TRY_AGAIN = re.compile(
     r"(?:try again|retry|wait)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?"
     r"|minutes?|h|hours?)\s*)+)", re.I)
 _PHRASE_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)", re.I)
+# Limits the provider's own message quotes: Anthropic's "would exceed the rate limit for your organization
+# (…) of 30,000 input tokens per minute" and OpenAI's "on tokens per min (TPM): Limit 30000".
+_QUOTED_LIMIT = re.compile(
+    r"\bof ([\d,]+) (input tokens|output tokens|tokens|requests) per minute"
+    r"|\bon (input tokens|output tokens|tokens|requests) per min(?:ute)?\s*\([A-Z]+\):\s*Limit ([\d,]+)", re.I)
+_QUOTED_KEYS = {"input tokens": "input_tokens_per_minute", "output tokens": "output_tokens_per_minute",
+                "tokens": "input_tokens_per_minute", "requests": "requests_per_minute"}
 _SPEND_CAP = re.compile(
     r"enforced_spend_limit|spend(?:ing)? (?:limit|cap)|credit balance is too low|insufficient_quota"
     r"|exceeded your current quota|billing hard limit", re.I)
@@ -158,7 +165,8 @@ def _read_bucket(
 
 
 def parse_error_text(text: str, now: datetime) -> RateLimitSignal:
-    """What a subagent's error text says: throttled or not, how long to wait, any headers it quotes, hard stops."""
+    """What a subagent's error text says: throttled or not, how long to wait, any headers or limits it quotes
+    (headers win over the message's own words), hard stops."""
     quoted = {name.lower(): value for name, value in _HEADER_LINE.findall(text)}
     from_headers = parse_headers(quoted, now) if quoted else RateLimitSignal()
     retry = from_headers.retry_after_seconds
@@ -170,9 +178,14 @@ def parse_error_text(text: str, now: datetime) -> RateLimitSignal:
     elif hard_stop is None and _SUBSCRIPTION.search(text):
         hard_stop = "the subscription's usage window is exhausted: " + _excerpt(text, _SUBSCRIPTION)
     rate_limited = bool(_RATE_LIMITED.search(text)) or from_headers.rate_limited or hard_stop is not None
+    limits = dict(from_headers.limits)
+    for amount, unit, unit_after, amount_after in _QUOTED_LIMIT.findall(text):
+        value = int((amount or amount_after).replace(",", ""))
+        if value > 0:
+            limits.setdefault(_QUOTED_KEYS[(unit or unit_after).lower()], value)
     overloaded = bool(_OVERLOADED.search(text)) and not _RATE_LIMITED.search(text)
     return RateLimitSignal(rate_limited=rate_limited and not overloaded, overloaded=overloaded,
-                           retry_after_seconds=retry, limits=from_headers.limits, remaining=from_headers.remaining,
+                           retry_after_seconds=retry, limits=limits, remaining=from_headers.remaining,
                            resets=from_headers.resets, hard_stop=hard_stop)
 
 

@@ -3,7 +3,7 @@
 The fake provider has three continuously refilling token buckets (requests,
 input tokens, output tokens; the output bucket is charged ``max_tokens`` at
 admission and refunded the unused part at completion) and answers a call that
-does not fit with a 429, a ``retry-after`` and the rate-limit headers. A
+does not fit with a 429, a ``retry-after`` and the API's message naming the limit it would exceed. A
 subagent is a sequence of calls with tool time between them; the host retries
 a throttled call up to ten times (honouring ``retry-after``), then the packet
 fails and is requeued into the next run. Hosts have a cap C and are rolling
@@ -170,6 +170,7 @@ class Provider:
         self.rates = [x / 60.0 for x in limits]
         self.levels = list(self.caps)
         self.at = 0.0
+        self.short = 1  # the bucket that refused the last call (0 requests, 1 input, 2 output)
 
     def _refill(self, now: float) -> None:
         dt = now - self.at
@@ -180,9 +181,11 @@ class Provider:
         """None when admitted, else the retry-after in seconds."""
         self._refill(now)
         need = [1.0, float(input_tokens), float(self.max_tokens)]
-        short = [(n - lv) / r for n, lv, r in zip(need, self.levels, self.rates, strict=True) if n > lv]
+        short = [((n - lv) / r, i) for i, (n, lv, r) in enumerate(zip(need, self.levels, self.rates, strict=True))
+                 if n > lv]
         if short:
-            return float(max(1, math.ceil(max(short))))
+            wait, self.short = max(short)
+            return float(max(1, math.ceil(wait)))
         self.levels = [lv - n for lv, n in zip(self.levels, need, strict=True)]
         return None
 
@@ -191,9 +194,13 @@ class Provider:
         self.levels[2] = min(self.caps[2], self.levels[2] + unused)
 
     def error_text(self, retry: float) -> str:
-        names = ("requests", "input-tokens", "output-tokens")
-        headers = ", ".join(f"anthropic-ratelimit-{n}-limit: {int(c)}" for n, c in zip(names, self.caps, strict=True))
-        return f"API Error: 429 rate_limit_error, retry-after: {int(retry)}, {headers}"
+        """What a host shows for a packet that failed throttled: the API's message, which names the one limit
+        the refused call would have exceeded (not the response headers), and the wait."""
+        unit = ("requests", "input tokens", "output tokens")[self.short]
+        message = (f"This request would exceed the rate limit for your organization of {int(self.caps[self.short]):,} "
+                   f"{unit} per minute.")
+        body = json.dumps({"type": "error", "error": {"type": "rate_limit_error", "message": message}})
+        return f"API Error: 429 {body} retry-after: {int(retry)}"
 
 
 @dataclass

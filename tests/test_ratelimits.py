@@ -97,6 +97,24 @@ def test_quoted_headers_in_an_error_text_reveal_the_real_limits() -> None:
     assert signal.wait_until(NOW) == NOW + timedelta(seconds=30)
 
 
+@pytest.mark.parametrize(("text", "limits"), [
+    ('API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the '
+     'rate limit for your organization (1b2c) of 30,000 input tokens per minute. For details, refer to: '
+     'https://docs.anthropic.com/en/api/rate-limits."}}', {"input_tokens_per_minute": 30_000}),
+    ("429 rate_limit_error: This request would exceed the rate limit for your organization of 8,000 output tokens "
+     "per minute.", {"output_tokens_per_minute": 8_000}),
+    ("Error code: 429 - Rate limit reached for gpt-5 in organization org-abc on tokens per min (TPM): Limit 30000, "
+     "Used 28000, Requested 4500. Please try again in 5.0s.", {"input_tokens_per_minute": 30_000}),
+    ("Rate limit reached for gpt-5 in organization org-abc on requests per min (RPM): Limit 500, Used 500, "
+     "Requested 1.", {"requests_per_minute": 500}),
+    ("429 anthropic-ratelimit-input-tokens-limit: 40000 would exceed the rate limit of 30,000 input tokens per "
+     "minute", {"input_tokens_per_minute": 40_000}),
+], ids=["anthropic-input", "anthropic-output", "openai-tpm", "openai-rpm", "header-wins"])
+def test_limits_quoted_in_the_provider_s_own_message_are_read(text: str, limits: dict[str, int]) -> None:
+    signal = parse_error_text(text, NOW)
+    assert signal.rate_limited and signal.limits == limits
+
+
 @pytest.mark.parametrize("text", [
     '429 {"error": {"type": "rate_limit_error", "message": "enforced_spend_limit_reached"}}',
     "Your credit balance is too low to access the Anthropic API.",
