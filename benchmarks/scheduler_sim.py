@@ -50,6 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from audit_mcp import scheduler as scheduler_module
 from audit_mcp.config import SessionConfig
 from audit_mcp.limits import Limit, ResolvedLimits, balanced_waves
 from audit_mcp.pacing import run_outcome, with_observed
@@ -71,6 +72,14 @@ CONTEXT_TOKENS = 200_000
 MAX_PACKET_TOKENS = SessionConfig().max_packet_tokens  # the server's default cap on a packet
 CODE_TOKENS_PER_SLOT = 20_000  # a scenario reviews n × this many tokens of code
 SYSTEM_PROMPT = 4_000  # every call re-sends the system prompt and tools
+REPORT_THROTTLED_CALLS = True  # each packet's usage says how many of its calls were rate-limited (--without)
+ABLATIONS = {  # what ``--without NAME`` switches off, to measure what each part of the scheduler is worth
+    "throttled_calls": "usage does not report the rate-limited calls the host's retries absorbed",
+    "whole_wave_peak": "whole waves are sized to the mean input draw, not its peak",
+    "uncached_cap": "uncached packets are not kept to 20k tokens",
+    "wave_offsets": "a whole-wave host gets an earliest start per packet, not per wave",
+    "full_width": "the width sustains the limits at 85%, not at full use",
+}
 
 
 @dataclass(frozen=True)
@@ -395,6 +404,16 @@ def simulate(sc: Scenario, strategy: str, *, warm: bool = False) -> Outcome:
     return outcome
 
 
+def _usage(packet: Packet, result: RunResult) -> dict[str, float]:
+    """The ``usage`` block a finished packet's subagent sends with its submission."""
+    usage = {"input_tokens": float(sum(c.input_tokens for c in packet.calls)),
+             "output_tokens": float(sum(c.output_tokens for c in packet.calls)), "api_calls": float(len(packet.calls)),
+             "seconds": result.finished[packet.packet_id]}
+    if REPORT_THROTTLED_CALLS:
+        usage["rate_limited_calls"] = float(result.throttled.get(packet.packet_id, 0))
+    return usage
+
+
 def _audit(
     sc: Scenario, strategy: str, files: list[tuple[str, int]], provider: Provider, limits: ResolvedLimits,
     learned: Learned, t0: datetime,
@@ -432,10 +451,7 @@ def _audit(
         clock = result.end
         done = [p for p in packets if p.packet_id in result.finished]
         if strategy == "scheduler":
-            usage = [({"input_tokens": sum(c.input_tokens for c in p.calls),
-                       "output_tokens": sum(c.output_tokens for c in p.calls), "api_calls": len(p.calls),
-                       "seconds": result.finished[p.packet_id],
-                       "rate_limited_calls": result.throttled.get(p.packet_id, 0)}, p.text_tokens) for p in done]
+            usage = [(_usage(p, result), p.text_tokens) for p in done]
             at = t0 + timedelta(seconds=clock)
             taught = run_outcome(launched=len(packets), wave_size=width, succeeded=len(done),
                                  reported=result.failed, usage=usage, now=at)
@@ -502,6 +518,21 @@ def _group(sc: Scenario, by: str) -> tuple[str, ...]:
     return (sc.tier, sc.accounting, sc.kind) if by == "kind" else (sc.tier, sc.accounting)
 
 
+def ablate(names: list[str]) -> None:
+    """Switch off the named parts of the scheduler for this process (see ``ABLATIONS``)."""
+    global REPORT_THROTTLED_CALLS
+    if "throttled_calls" in names:
+        REPORT_THROTTLED_CALLS = False
+    if "whole_wave_peak" in names:
+        scheduler_module.WHOLE_WAVE_INPUT_PEAK = 1.0
+    if "uncached_cap" in names:
+        scheduler_module.UNCACHED_PACKET_TOKENS = 10**9
+    if "wave_offsets" in names:
+        scheduler_module._by_wave = lambda offsets, waves: offsets
+    if "full_width" in names:
+        scheduler_module.TARGET_UTILISATION = 0.85
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer and smaller scenarios (under a minute)")
@@ -513,7 +544,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the wrong limits come from: the built-in table (low confidence) or the "
                              "session config (medium)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per scenario shape")
+    parser.add_argument("--without", action="append", choices=sorted(ABLATIONS), default=[],
+                        help="switch a part of the scheduler off (repeatable): " + "; ".join(
+                            f"{k}: {v}" for k, v in ABLATIONS.items()))
     args = parser.parse_args(argv)
+    ablate(args.without)
     seeds = args.seeds or (3 if args.quick else 10)
     started = time.monotonic()
     results: dict[str, list[tuple[Scenario, Outcome]]] = {"scheduler": [], "naive": [], "oracle": [],

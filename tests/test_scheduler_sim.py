@@ -90,3 +90,16 @@ def test_each_strategy_packs_the_same_code_with_its_own_budget() -> None:
     assert told.packets > naive.packets
     assert told.unfinished_files == naive.unfinished_files == 0
     assert told.lone_run_outruns == naive.lone_run_outruns  # judged on the same default packing
+
+
+def test_without_switches_off_each_named_part_of_the_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
+    from audit_mcp import scheduler
+    from benchmarks import scheduler_sim
+
+    for name in ("WHOLE_WAVE_INPUT_PEAK", "UNCACHED_PACKET_TOKENS", "TARGET_UTILISATION", "_by_wave"):
+        monkeypatch.setattr(scheduler, name, getattr(scheduler, name))  # restored after the test
+    monkeypatch.setattr(scheduler_sim, "REPORT_THROTTLED_CALLS", True)
+    scheduler_sim.ablate(sorted(scheduler_sim.ABLATIONS))
+    assert scheduler_sim.REPORT_THROTTLED_CALLS is False
+    assert (scheduler.WHOLE_WAVE_INPUT_PEAK, scheduler.TARGET_UTILISATION) == (1.0, 0.85)
+    assert scheduler.UNCACHED_PACKET_TOKENS > 10**6 and scheduler._by_wave([0.0, 5.0], [2]) == [0.0, 5.0]
