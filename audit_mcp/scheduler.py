@@ -258,11 +258,19 @@ def schedule(
            f"the limits sustain {c_phys} (bound by {binding}, runs of ~{seconds:.0f}s)"]
     if learned_cap is not None:
         why.append(f"learned cap {learned.cap:.1f} decays to {decayed:.1f} toward {c_phys}")
-    if interval:
+    if interval and host_kind == "whole_wave":
+        why.append(f"later waves wait for their launch_offsets (each wave's earliest start, in seconds after the "
+                   f"first launch) so runs draw on {pacer} no faster than it refills")
+    elif interval:
         first = sum(1 for x in offsets if x == 0)
         why.append(f"{first} may start at once, then one about every {interval:g}s (launch_offsets gives each "
                    f"packet's earliest start, in seconds after the first launch) so runs draw on {pacer} no faster "
                    "than it refills")
+    if not _rates(limits) and not (learned.clean_runs or learned.rate_limited_runs or learned.run_seconds):
+        why.append("the model's per-minute limits are not known yet (a built-in guess never holds the host back), "
+                   "so this first run may meet rate-limit retries; the first 429 message that quotes a limit is "
+                   "learned, or set them under [model] in .audit-mcp.toml (or AUDIT_MCP_RPM, AUDIT_MCP_ITPM, "
+                   "AUDIT_MCP_OTPM)")
     sustainable = sustainable_packet_tokens(limits, learned)
     fit = admissible_tokens(limits)  # known exactly when ``sustainable`` is: both need the input limit
     if sustainable is not None and fit is not None and sustainable < min(limits.packet_budget,

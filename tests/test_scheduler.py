@@ -170,6 +170,12 @@ def test_the_forecast_counts_packets_waves_tokens_and_a_time_range(kind: str) ->
 def test_guessed_low_confidence_limits_do_not_throttle_the_host() -> None:
     result = schedule(limits(*LOW, confidence="low"), Learned(), 16, "rolling", packets(32), NOW)
     assert result.physical_cap == 16 and result.wave_size == 16
+    assert "per-minute limits are not known yet" in result.reasoning and "AUDIT_MCP_ITPM" in result.reasoning
+    # Once a run has taught something, or a limit is configured, the warning goes.
+    taught = Learned(run_seconds=200.0, clean_runs=1)
+    assert "not known yet" not in schedule(limits(*LOW, confidence="low"), taught, 16, "rolling", packets(4),
+                                           NOW).reasoning
+    assert "not known yet" not in schedule(limits(*LOW), Learned(), 16, "rolling", packets(4), NOW).reasoning
 
 
 @pytest.mark.parametrize(("confidence", "token_bound"), [("low", False), ("medium", True)])
