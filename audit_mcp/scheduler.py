@@ -446,8 +446,10 @@ def _calibrate(learned: Learned, outcome: RunOutcome) -> Learned:
     charged = [(u["input_tokens"], e) for u, e in zip(outcome.usage, outcome.estimated_tokens, strict=False)
                if u.get("input_tokens") and e]
     ratio = sum(i for i, _ in charged) / sum(e for _, e in charged) if charged else None
-    # A throttled run is slow for the wrong reason: its seconds say nothing about the work.
-    seconds = None if outcome.rate_limited or outcome.absorbed else _mean(outcome.usage, "seconds")
+    # A throttled packet is slow for the wrong reason: its seconds say nothing about the work. A run with
+    # rate-limited failures teaches none; otherwise the packets that report no rate-limited call do.
+    unthrottled = [u for u in outcome.usage if not u.get("rate_limited_calls")]
+    seconds = None if outcome.rate_limited else _mean(unthrottled, "seconds")
     return replace(
         learned,
         input_ratio=_ewma(learned.input_ratio, ratio, RUN_WEIGHT),

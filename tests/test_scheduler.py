@@ -133,6 +133,15 @@ def test_rate_limited_calls_the_host_absorbed_narrow_the_cap_without_a_cooldown(
     assert state.run_seconds == (None if absorbed else 900.0)
 
 
+def test_only_the_packets_that_met_no_rate_limit_teach_the_run_length() -> None:
+    usage = [{"seconds": 900.0, "rate_limited_calls": 4.0}, {"seconds": 200.0, "rate_limited_calls": 0.0},
+             {"seconds": 220.0}]
+    outcome = RunOutcome(launched=3, wave_size=3, succeeded=3, rate_limited=0, usage=usage, absorbed=4)
+    assert learn(Learned(), outcome, NOW, 16, DAY).run_seconds == 210.0
+    failed = RunOutcome(launched=3, wave_size=3, succeeded=2, rate_limited=1, usage=usage[1:])
+    assert learn(Learned(), failed, NOW, 16, DAY).run_seconds is None  # contention slowed the others too
+
+
 def test_a_whole_wave_host_gets_a_narrower_wave_when_cached_runs_read_their_packets_at_once() -> None:
     rolling, _ = physical_cap(limits(*MID), 16, 60_000, Learned(), "rolling")
     whole, binding = physical_cap(limits(*MID), 16, 60_000, Learned(), "whole_wave")
