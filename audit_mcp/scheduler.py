@@ -237,8 +237,10 @@ def schedule(
     now: datetime,
     *,
     half_life: timedelta = timedelta(hours=24),
+    max_packet_tokens: int | None = None,
 ) -> Schedule:
-    """The wave schedule for ``packets`` now."""
+    """The wave schedule for ``packets`` now; ``max_packet_tokens`` (the configured cap the packets were
+    packed under, if known) lets the reasoning say which bound sized them."""
     order = sorted(packets, key=lambda p: (p.rank, -p.estimated_tokens, p.packet_id))
     mean_tokens = sum(p.estimated_tokens for p in order) / len(order) if order else 0.0
     c_phys, binding = physical_cap(limits, host_cap, mean_tokens, learned, host_kind)
@@ -277,8 +279,8 @@ def schedule(
                                                                          max(MIN_PACKET_BUDGET, fit)):
         why.append(f"packets are kept to ~{sustainable:,} tokens so that one run draws input_tokens_per_minute "
                    "no faster than it refills")
-    if sustainable is not None and ratio >= CACHED_RATIO and min(sustainable, limits.packet_budget) > (
-            UNCACHED_PACKET_TOKENS):
+    if max_packet_tokens is not None and packet_token_budget(limits, learned, max_packet_tokens, host_cap) < (
+            _budget_before_uncached_cap(limits, learned, max_packet_tokens)):  # only the uncached bound does that
         why.append(f"packets are kept to ~{UNCACHED_PACKET_TOKENS:,} tokens: every call re-sends the whole context "
                    "(cache reads are charged), so smaller packets review the same code for fewer input tokens")
     if (rate := _rates(limits).get("input_tokens_per_minute")) and mean_tokens * ratio > rate * seconds:
@@ -325,20 +327,37 @@ def sustainable_packet_tokens(limits: ResolvedLimits, learned: Learned) -> int |
     return max(MIN_SUSTAINABLE_PACKET, int(rate * seconds * PACKET_UTILISATION / ratio))
 
 
-def packet_token_budget(limits: ResolvedLimits, learned: Learned, max_packet_tokens: int) -> int:
-    """Tokens a packet may take: the context, the configured cap, the input bucket and a run's sustainable draw."""
+def packet_token_budget(limits: ResolvedLimits, learned: Learned, max_packet_tokens: int, host_cap: int) -> int:
+    """Tokens a packet may take: the context, the configured cap, the input bucket, a run's sustainable draw,
+    and, where every input token is charged and the input limit binds, ``UNCACHED_PACKET_TOKENS``."""
+    budget = _budget_before_uncached_cap(limits, learned, max_packet_tokens)
+    if _uncached_input_binds(limits, learned, budget, host_cap):
+        # Every call re-sends the whole context, so a run's input grows with the square of its packet:
+        # smaller packets review the same code for fewer input tokens, down to where the system prompt
+        # re-sent on every call dominates. Where the host's slots bind instead, fewer and larger packets
+        # make fewer calls, and that is what counts.
+        budget = min(budget, UNCACHED_PACKET_TOKENS)
+    return budget
+
+
+def _budget_before_uncached_cap(limits: ResolvedLimits, learned: Learned, max_packet_tokens: int) -> int:
     budget = min(limits.packet_budget, max_packet_tokens)
     if (fit := admissible_tokens(limits)) is not None:
         # A packet whose first call cannot fit the input bucket would never be admitted: pack smaller.
         budget = min(budget, max(MIN_PACKET_BUDGET, fit))
     if (run := sustainable_packet_tokens(limits, learned)) is not None:
         budget = min(budget, run)
-        if run_profile(learned, limits.provider)[1] >= CACHED_RATIO:
-            # Every call re-sends the whole context, so a run's input grows with the square of its packet:
-            # smaller packets review the same code for fewer input tokens, down to where the system prompt
-            # re-sent on every call dominates.
-            budget = min(budget, UNCACHED_PACKET_TOKENS)
     return budget
+
+
+def _uncached_input_binds(limits: ResolvedLimits, learned: Learned, budget: int, host_cap: int) -> bool:
+    """Whether every input token is charged and packets of ``budget`` tokens leave the input limit, not the
+    host's slots, setting the width."""
+    seconds, ratio, _out, _calls = run_profile(learned, limits.provider)
+    rate = _rates(limits).get("input_tokens_per_minute")
+    if rate is None or ratio < CACHED_RATIO:
+        return False
+    return TARGET_UTILISATION * rate * seconds / (budget * ratio) < min(host_cap, MAX_WAVE_WIDTH)
 
 
 def _oversize(limits: ResolvedLimits, packets: Sequence[PacketLoad]) -> list[str]:

@@ -327,7 +327,7 @@ class AuditService:
 
     def _dispatch(self, config: SessionConfig, caps: HostCapabilities) -> None:
         limits, learned, key, pacing = self.pacing(config, caps)
-        budget = packet_token_budget(limits, learned, config.max_packet_tokens)
+        budget = packet_token_budget(limits, learned, config.max_packet_tokens, caps.max_active_subagents)
         prefix = packet_prompt_prefix(resolve_lenses(config))
         now = self.now()
         with self.store.write() as tx:
@@ -353,7 +353,8 @@ class AuditService:
                 specs.append(PacketSpec(packet_id, plan, self.packet_prompt_path(run_id, packet_id)))
             planned = schedule(limits, learned, caps.max_active_subagents, pacing.wave_kind,
                                [PacketLoad(s.packet_id, s.plan.estimated_tokens, TIER_ORDER[s.plan.tier])
-                                for s in specs], self._clock(), half_life=pacing.half_life)
+                                for s in specs], self._clock(), half_life=pacing.half_life,
+                               max_packet_tokens=config.max_packet_tokens)
             cooldown = max(filter(None, (self.cooldown(tx, audit.audit_id), iso(planned.cooldown_until))),
                            default=None)
             plan_doc = dispatch_plan(

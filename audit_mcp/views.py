@@ -39,11 +39,11 @@ def quota_view(service: AuditService, host_model: str | None, provider: str | No
     probed = probe(limits.provider, limits.model, pacing.probe, now, transport=service.probe_transport)
     if probed.limits:
         limits = ResolvedLimits(limits.provider, limits.model, {**limits.limits, **probed.limits})
-    budget = packet_token_budget(limits, learned, config.max_packet_tokens)
+    budget = packet_token_budget(limits, learned, config.max_packet_tokens, caps.max_active_subagents)
     plans = pack(pending, files, edges, budget=budget, prefix_tokens=6_000) if pending else []
     loads = [PacketLoad(f"P{n:02d}", p.estimated_tokens, TIER_ORDER[p.tier]) for n, p in enumerate(plans, 1)]
     planned = schedule(limits, learned, caps.max_active_subagents, pacing.wave_kind, loads, now,
-                       half_life=pacing.half_life)
+                       half_life=pacing.half_life, max_packet_tokens=config.max_packet_tokens)
     cooldown = max(filter(None, (cooldown, iso(planned.cooldown_until))), default=None)
     last_429 = iso(learned.last_429_at) or next((f["at"] for f in reversed(failures)
                                                   if f["kind"] == "rate_limited"), None)

@@ -380,9 +380,9 @@ def _budget(sc: Scenario, strategy: str, files: list[tuple[str, int]], limits: R
         budget = naive_budget(sc)
         for _ in range(2):
             budget = packet_token_budget(limits, _true_profile(packets_of(sc, files, budget, max_tokens, 0)),
-                                         MAX_PACKET_TOKENS)
+                                         MAX_PACKET_TOKENS, sc.cap)
         return budget
-    return packet_token_budget(with_observed(limits, learned), learned, MAX_PACKET_TOKENS)
+    return packet_token_budget(with_observed(limits, learned), learned, MAX_PACKET_TOKENS, sc.cap)
 
 
 def simulate(sc: Scenario, strategy: str, *, warm: bool = False) -> Outcome:

@@ -263,15 +263,18 @@ def test_a_packet_is_sized_so_one_run_draws_input_no_faster_than_it_refills(
     assert sustainable_packet_tokens(limits(*tier, confidence, provider), learned) == expected
 
 
-@pytest.mark.parametrize(("tier", "provider", "configured", "expected"), [
-    (LOW, "openai", 60_000, 12_750),     # the sustainable draw binds
-    (LOW, "anthropic", 60_000, 24_000),  # the first call must fit the input bucket: 30k / 1.25
-    (LOW, "openai", 10_000, 10_000),     # the configured cap binds
-    (HIGH, "anthropic", 60_000, 60_000),
-    (HIGH, "openai", 60_000, 20_000),    # every call re-sends everything: smaller packets cost less input
-    (HIGH, "anthropic", 500_000, 150_000),  # the context window, less the reviewer's room
-], ids=["low-uncached", "low-cached", "configured", "high-tier", "high-tier-uncached", "context"])
+@pytest.mark.parametrize(("tier", "provider", "configured", "host_cap", "expected"), [
+    (LOW, "openai", 60_000, 16, 12_750),     # the sustainable draw binds
+    (LOW, "anthropic", 60_000, 16, 24_000),  # the first call must fit the input bucket: 30k / 1.25
+    (LOW, "openai", 10_000, 16, 10_000),     # the configured cap binds
+    (HIGH, "anthropic", 60_000, 16, 60_000),
+    (MID, "openai", 60_000, 16, 20_000),     # input binds and every call re-sends everything: smaller costs less
+    (MID, "openai", 60_000, 3, 60_000),      # three slots bind first: fewer, larger packets make fewer calls
+    (HIGH, "openai", 60_000, 16, 60_000),    # the host's slots bind
+    (HIGH, "anthropic", 500_000, 16, 150_000),  # the context window, less the reviewer's room
+], ids=["low-uncached", "low-cached", "configured", "high-tier", "mid-uncached", "mid-uncached-narrow-host",
+        "high-uncached", "context"])
 def test_the_packet_budget_is_the_tightest_of_context_config_first_call_and_run_draw(
-    tier: tuple[int, int, int], provider: str, configured: int, expected: int
+    tier: tuple[int, int, int], provider: str, configured: int, host_cap: int, expected: int
 ) -> None:
-    assert packet_token_budget(limits(*tier, provider=provider), Learned(), configured) == expected
+    assert packet_token_budget(limits(*tier, provider=provider), Learned(), configured, host_cap) == expected

@@ -348,8 +348,14 @@ def test_a_cached_provider_under_the_same_limit_keeps_larger_packets(repo: Path)
     assert "packets are kept" not in plan["schedule"]["reasoning"]
 
 
-def test_an_uncached_provider_with_a_known_high_limit_still_packs_small(repo: Path) -> None:
-    budget, plan = _dispatched(repo, "[model]\ninput_tokens_per_minute = 2000000\n", "gpt-5")
-    assert budget == 20_000  # far inside the limit, but each call re-sends the context: small packets cost less
+def test_an_uncached_provider_packs_small_where_input_binds_and_large_where_slots_do(
+    repo: Path, tmp_path: Path
+) -> None:
+    slots = tmp_path / "slots"
+    shutil.copytree(repo, slots)
+    budget, plan = _dispatched(repo, "[model]\ninput_tokens_per_minute = 450000\n", "gpt-5")
+    assert budget == 20_000  # one run fits, but each call re-sends the context: small packets cost less input
+    roomy, roomy_plan = _dispatched(slots, "[model]\ninput_tokens_per_minute = 4000000\n", "gpt-5")
+    assert roomy == 60_000 and "every call re-sends" not in roomy_plan["schedule"]["reasoning"]
     assert "packets are kept to ~20,000 tokens: every call re-sends the whole context" in plan["schedule"]["reasoning"]
     assert max(p["estimated_tokens"] for p in plan["packets"]) <= 20_000
