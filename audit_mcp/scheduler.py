@@ -21,8 +21,9 @@ call, so one run of a large packet can draw input faster than the bucket
 refills however narrow the wave. ``packet_token_budget`` keeps a packet small
 enough that one run's charged input (its text times the input ratio) fits
 what the bucket refills over the run, above a floor below which the per-call
-overhead costs more than it saves; where every input token is charged, no
-larger than 20k tokens, since each call re-sends the whole packet.
+overhead costs more than it saves; where every input token is charged and
+the input limit sets the width, no larger than 20k tokens, since each call
+re-sends the whole packet.
 
 Within a run, launches are paced: each packet gets an earliest start (seconds
 after the run begins) from a virtual token bucket per known limit, so a wave's
