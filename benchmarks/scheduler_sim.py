@@ -3,34 +3,40 @@
 The fake provider has three continuously refilling token buckets (requests,
 input tokens, output tokens; the output bucket is charged ``max_tokens`` at
 admission and refunded the unused part at completion) and answers a call that
-does not fit with a 429, a ``retry-after`` and the API's message naming the limit it would exceed. A
-subagent is a sequence of calls with tool time between them; the host retries
-a throttled call up to ten times (honouring ``retry-after``), then the packet
-fails and is requeued into the next run. Hosts have a cap C and are rolling
-(a slot refills as soon as it frees) or whole-wave (a wave waits for its
-slowest member); both start no packet before the schedule's launch offset
-for it (seconds after the run begins).
+does not fit with a 429, a ``retry-after`` and the API's message naming the
+limit it would exceed. A subagent is a sequence of calls with tool time
+between them; the host retries a throttled call up to ten times (honouring
+``retry-after``), then the packet fails and is requeued into the next run.
+Each finished packet's ``usage`` reports its tokens, calls, seconds and
+rate-limited calls. Hosts have a cap C and are rolling (a slot refills as
+soon as it frees) or whole-wave (a wave waits for its slowest member); both
+start no packet before the schedule's launch offset for it (seconds after the
+run begins).
 
 Every strategy reviews the same code (a scenario's list of file sizes, drawn
 from its seed) and packs it, before each run, with the packet budget it would
 use itself: ``scheduler`` (the real ``audit_mcp.scheduler`` with limit priors
-that are wrong by ¼–4×, learning from the failures' texts and the usage
-blocks between runs) with ``packet_token_budget`` from the limits it was told
-and what it has learned, exactly as the server dispatches; ``oracle`` (the
-same formulas fed the true limits and run profile) with that budget from the
+that are wrong by ¼–4×, told as the built-in table's guess or as the session
+config (``--priors``), learning from the failures' texts and the usage blocks
+between runs) with ``packet_token_budget`` from the limits it was told and
+what it has learned, exactly as the server dispatches; ``oracle`` (the same
+formulas fed the true limits and run profile) with that budget from the
 truth; ``naive`` (the host's cap C in balanced waves: the fixed width this
 scheduler replaced) with the server's default budget, kept only as small as
 the true input bucket admits at all (see ``naive_budget``). A failed packet's
 files are packed again into the next run. Each makespan is bounded below by
 ``lower_bound`` over the packets that strategy completed; a scenario's
 strategies are compared against the smallest of the bounds of those that
-reviewed all the code, so a strategy that packs smaller and pays more per-call
-overhead is not flattered by its own larger bound. Besides 429s over all calls, the summary gives the same share
-over the scenarios where one subagent alone, on the default packing, stays
-inside the input bucket (``rate_limited_share_lone_run_fits``).
+reviewed all the code, so a strategy that packs smaller and pays more
+per-call overhead is not flattered by its own larger bound. Besides 429s over
+all calls, the summary gives the same share over the scenarios where one
+subagent alone, on the default packing, stays inside the input bucket
+(``rate_limited_share_lone_run_fits``), and each strategy's makespan against
+naive's where naive met a 429.
 
-Usage: ``python benchmarks/scheduler_sim.py [--quick] [--json] [--seeds N]``.
-The last line of ``--json`` output is the summary JSON.
+Usage: ``python benchmarks/scheduler_sim.py [--quick] [--json] [--table] [--by tier|kind|prior]
+[--priors table|config] [--without NAME ...] [--seeds N]``. The last line of ``--json`` output is the
+summary JSON.
 """
 
 from __future__ import annotations
