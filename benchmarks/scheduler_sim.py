@@ -552,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=None, help="seeds per scenario shape")
     parser.add_argument("--without", action="append", choices=sorted(ABLATIONS), default=[],
                         help="switch a part of the scheduler off (repeatable): " + "; ".join(
-                            f"{k}: {v}" for k, v in ABLATIONS.items()))
+                            f"{k}: {v}" for k, v in ABLATIONS.items()).replace("%", "%%"))
     args = parser.parse_args(argv)
     ablate(args.without)
     seeds = args.seeds or (3 if args.quick else 10)

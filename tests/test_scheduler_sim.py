@@ -103,3 +103,13 @@ def test_without_switches_off_each_named_part_of_the_scheduler(monkeypatch: pyte
     assert scheduler_sim.REPORT_THROTTLED_CALLS is False
     assert (scheduler.WHOLE_WAVE_INPUT_PEAK, scheduler.TARGET_UTILISATION) == (1.0, 0.85)
     assert scheduler.UNCACHED_PACKET_TOKENS > 10**6 and scheduler._by_wave([0.0, 5.0], [2]) == [0.0, 5.0]
+
+
+def test_the_simulator_s_help_lists_every_switch(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import scheduler_sim
+
+    with pytest.raises(SystemExit) as exit_:
+        scheduler_sim.main(["--help"])
+    assert exit_.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert all(name in shown for name in scheduler_sim.ABLATIONS) and "--priors" in shown and "85%," in shown
