@@ -194,7 +194,9 @@ def build_server(
         file, start_line, end_line, evidence (verbatim lines from the file), description, recommendation,
         symbol?, related_locations?}]}. The receipt says accepted or lists every error with its location
         and how to fix it; nothing is recorded until a submission is accepted. Submitting the same
-        results twice changes nothing; a corrected resubmission replaces an earlier one.
+        results twice changes nothing; a corrected resubmission replaces an earlier one. Optional `usage`:
+        {input_tokens, output_tokens, api_calls, seconds, rate_limited_calls} as far as known; the scheduler
+        sizes later waves from it.
         """
         return _call(lambda: registry.for_run(run_id).submit_packet(run_id, packet_id, results, usage))
 
