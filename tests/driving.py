@@ -8,11 +8,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from audit_mcp.cli import main
 from audit_mcp.models import Step
 from audit_mcp.service import AuditService
 from tests.conftest import ScriptedReviewer
 
 Answer = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    """Run one ``audit-mcp`` verb in-process: its exit code and its output, parsed when it is JSON."""
+    code = main(list(argv))
+    out = capsys.readouterr().out
+    try:
+        return code, json.loads(out)
+    except json.JSONDecodeError:
+        return code, out
 
 
 def drive(

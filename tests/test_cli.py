@@ -6,21 +6,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from audit_mcp.cli import build_parser, main
 from tests.conftest import ScriptedReviewer
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
-    code = main(list(argv))
-    out = capsys.readouterr().out
-    try:
-        return code, json.loads(out)
-    except json.JSONDecodeError:
-        return code, out
+from tests.driving import cli
 
 
 def test_the_cli_verbs_carry_a_whole_audit(

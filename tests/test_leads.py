@@ -11,29 +11,20 @@ from typing import Any
 import pytest
 
 from audit_mcp.analyzers import run_analyzers
-from audit_mcp.cli import main
 from audit_mcp.errors import ConfigError
 from audit_mcp.leads import Lead, Verdict, import_leads, lead_report, parse_sarif
 from audit_mcp.service import AuditService
 from tests.conftest import FIXTURES, ScriptedReviewer
-from tests.driving import carried, judging
+from tests.driving import carried, cli, judging
 from tests.sarif_checks import github_problems, schema_errors
 
 BANDIT_SARIF = FIXTURES / "planted_app.bandit.sarif"
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
-    code = main(list(argv))
-    out = capsys.readouterr().out
-    try:
-        return code, json.loads(out)
-    except json.JSONDecodeError:
-        return code, out
-
 
 def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the_verdicts(
     repo: Path, reviewer: ScriptedReviewer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = str(repo)
-    code, step = _cli(capsys, "next-step", "--root", root, "--host-can-dispatch-subagents", "true",
+    code, step = cli(capsys, "next-step", "--root", root, "--host-can-dispatch-subagents", "true",
                       "--analyzer-sarif", str(BANDIT_SARIF))
     assert code == 0 and step["step_kind"] == "dispatch_review", step
     plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
@@ -48,32 +39,32 @@ def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the
             assert "Bandit B608 (CWE-89)" in prompt
             unjudged = tmp_path / "unjudged.json"
             unjudged.write_text(json.dumps(reviewer.results(packet)))
-            code, receipt = _cli(capsys, "submit-packet", "--root", root, "--run-id", plan["run_id"],
+            code, receipt = cli(capsys, "submit-packet", "--root", root, "--run-id", plan["run_id"],
                                  "--packet-id", packet["packet_id"], "--results", str(unjudged))
             assert code == 2
             assert any("has no verdict" in e["message"] and "B608" in e["message"] for e in receipt["errors"])
         answer = tmp_path / f"{packet['packet_id']}.json"
         answer.write_text(json.dumps(judging(reviewer, prompt, packet)))
-        code, receipt = _cli(capsys, "submit-packet", "--root", root, "--run-id", plan["run_id"],
+        code, receipt = cli(capsys, "submit-packet", "--root", root, "--run-id", plan["run_id"],
                              "--packet-id", packet["packet_id"], "--results", str(answer))
         assert code == 0 and receipt["accepted"], receipt
     assert sorted(seen.values()) == ["app/config.py", "app/db.py", "app/jobs.py"]
-    assert _cli(capsys, "merge-and-ingest", "--root", root, "--run-id", plan["run_id"])[0] == 0
-    code, step = _cli(capsys, "next-step", "--root", root)
+    assert cli(capsys, "merge-and-ingest", "--root", root, "--run-id", plan["run_id"])[0] == 0
+    code, step = cli(capsys, "next-step", "--root", root)
     assert step["step_kind"] == "present_report"
 
-    code, doc = _cli(capsys, "report", "--root", root, "--format", "json")
+    code, doc = cli(capsys, "report", "--root", root, "--format", "json")
     leads = {x["rule_id"]: x for x in doc["leads"]}
     assert set(leads) == {"B105", "B608", "B110"}
     assert {x["status"] for x in leads.values()} == {"confirmed"}
     sqli = next(f for f in doc["findings"] if f["category"] == "CWE-89")
     assert leads["B608"]["findings"] == [sqli["id"]] and leads["B608"]["cwes"] == ["89"]
     assert sqli["confirms_leads"] == [leads["B608"]["lead_id"]]
-    code, markdown = _cli(capsys, "report", "--root", root)
+    code, markdown = cli(capsys, "report", "--root", root)
     assert "## Analyzer leads" in markdown and "3 alert(s) from Bandit, each checked by a reviewer: 3 confirmed" \
         in markdown
     assert re.search(rf"\| L\d{{3}} \| Bandit B608 \| `app/db.py:70` \| confirmed \| {sqli['id']} \|", markdown)
-    code, sarif = _cli(capsys, "report", "--root", root, "--format", "sarif")
+    code, sarif = cli(capsys, "report", "--root", root, "--format", "sarif")
     assert schema_errors(sarif) == [] and github_problems(sarif) == []
     result = next(r for r in sarif["runs"][0]["results"] if r["ruleId"] == "cwe-89")
     assert result["properties"]["confirmsLeads"] == [f"{leads['B608']['lead_id']} Bandit B608"]
