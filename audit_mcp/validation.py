@@ -8,7 +8,7 @@ names where the problem is (a JSON-pointer-like location) and how to fix it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +82,15 @@ def locate_evidence(lines: Sequence[str], evidence: str) -> list[tuple[int, int]
         if all(wanted[j] in nonblank[idx + j][1] for j in range(1, len(wanted))):
             found.append((nonblank[idx][0], nonblank[idx + len(wanted) - 1][0]))
     return found
+
+
+def _objects(out: Outcome, raw: list[Any], loc: str, not_an_object: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each item of an array that should hold objects, with its location; any other item is an error."""
+    for k, item in enumerate(raw):
+        if isinstance(item, dict):
+            yield f"{loc}/{k}", item
+        else:
+            out.error(f"{loc}/{k}", not_an_object)
 
 
 def _text(out: Outcome, obj: Mapping[str, Any], key: str, loc: str, *, required: bool) -> str | None:
@@ -357,11 +366,8 @@ class PacketValidator:
             out.error(f"{loc}/leads", f"a task with status {status} cannot judge leads; use status reviewed")
             return []
         clean = []
-        for k, item in enumerate(raw):
-            vloc = f"{loc}/leads/{k}"
-            if not isinstance(item, dict):
-                out.error(vloc, "each lead verdict must be an object {lead_id, verdict, reason}")
-                continue
+        for vloc, item in _objects(out, raw, f"{loc}/leads", "each lead verdict must be an object {lead_id, verdict, "
+                                   "reason}"):
             lead_id = item.get("lead_id")
             lead = self.leads.get(lead_id) if isinstance(lead_id, str) else None
             if lead is None:
@@ -411,11 +417,7 @@ class PacketValidator:
             out.error(f"{loc}/related_locations", f"at most {MAX_RELATED} related locations")
             return []
         clean = []
-        for k, item in enumerate(raw):
-            rloc = f"{loc}/related_locations/{k}"
-            if not isinstance(item, dict):
-                out.error(rloc, "each related location must be an object")
-                continue
+        for rloc, item in _objects(out, raw, f"{loc}/related_locations", "each related location must be an object"):
             place = self._location(out, item, rloc, allowed=None)
             role = _text(out, item, "role", rloc, required=False) or "related"
             if place is not None:
