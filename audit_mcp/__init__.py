@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from audit_mcp.errors import AuditError, ConfigError, NotFoundError, PathError, StateError
-from audit_mcp.service import AuditService
+from audit_mcp.core.errors import AuditError, ConfigError, NotFoundError, PathError, StateError
+from audit_mcp.core.version import __version__
+from audit_mcp.usecases.service import AuditService
 
 __all__ = [
     "AuditError",

@@ -111,7 +111,7 @@ def _child(code: str, *args: str) -> dict[str, Any]:
 _FIRST_STEP = '''
 import json, resource, sys, time
 from pathlib import Path
-from audit_mcp.service import AuditService
+from audit_mcp.usecases.service import AuditService
 root, artifacts = Path(sys.argv[1]), Path(sys.argv[2])
 config = Path(sys.argv[3]) if len(sys.argv) > 3 else None
 t0 = time.perf_counter()
@@ -129,7 +129,7 @@ print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource
 _SUBMIT_AND_MERGE = '''
 import json, resource, sys, time
 from pathlib import Path
-from audit_mcp.service import AuditService
+from audit_mcp.usecases.service import AuditService
 root, artifacts, config = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 service = AuditService(root, artifacts, config_path=config)
 step = service.next_step()

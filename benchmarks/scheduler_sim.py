@@ -15,7 +15,7 @@ run begins).
 
 Every strategy reviews the same code (a scenario's list of file sizes, drawn
 from its seed) and packs it, before each run, with the packet budget it would
-use itself: ``scheduler`` (the real ``audit_mcp.scheduler`` with limit priors
+use itself: ``scheduler`` (the real ``audit_mcp.scheduling.scheduler`` with limit priors
 that are wrong by ¼–4×, told as the built-in table's guess or as the session
 config (``--priors``), learning from the failures' texts and the usage blocks
 between runs) with ``packet_token_budget`` from the limits it was told and
@@ -56,11 +56,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from audit_mcp import scheduler as scheduler_module
-from audit_mcp.config import SessionConfig
-from audit_mcp.limits import Limit, ResolvedLimits, balanced_waves
-from audit_mcp.pacing import run_outcome, with_observed
-from audit_mcp.scheduler import Learned, PacketLoad, learn, packet_token_budget, physical_cap, schedule
+from audit_mcp.core.config import SessionConfig
+from audit_mcp.scheduling import scheduler as scheduler_module
+from audit_mcp.scheduling.limits import Limit, ResolvedLimits, balanced_waves
+from audit_mcp.scheduling.pacing import run_outcome, with_observed
+from audit_mcp.scheduling.scheduler import Learned, PacketLoad, learn, packet_token_budget, physical_cap, schedule
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 TIERS = {  # requests/min, input tokens/min, output tokens/min

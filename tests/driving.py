@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from audit_mcp.cli import main
-from audit_mcp.models import Step
-from audit_mcp.service import AuditService
+from audit_mcp.core.models import Step
+from audit_mcp.surfaces.cli import main
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 
 Answer = Callable[[dict[str, Any]], list[dict[str, Any]]]

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from audit_mcp.demo import AnswerKeyReviewer, answer_key
+from audit_mcp.surfaces.demo import AnswerKeyReviewer, answer_key
 
 
 def main() -> int:

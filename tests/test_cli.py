@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from audit_mcp.cli import build_parser, main
+from audit_mcp.surfaces.cli import build_parser, main
 from tests.conftest import ScriptedReviewer
 from tests.driving import cli
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from audit_mcp.cli import main
-from audit_mcp.comparison import compare
-from audit_mcp.service import AuditService
-from audit_mcp.synthesis import synthesize
+from audit_mcp.findings.comparison import compare
+from audit_mcp.findings.synthesis import synthesize
+from audit_mcp.surfaces.cli import main
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer, git
 from tests.driving import drive, report_json
 from tests.sarif_checks import github_problems, schema_errors

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from audit_mcp.server import build_server
+from audit_mcp.surfaces.server import build_server
 from tests.conftest import ScriptedReviewer
 from tests.test_e2e_mcp import drive_audit
 

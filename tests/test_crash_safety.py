@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.service import AuditService
+from audit_mcp.usecases.service import AuditService
 
 WORKERS = Path(__file__).with_name("workers.py")
 KILLS = 20

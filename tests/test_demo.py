@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from audit_mcp.cli import main
+from audit_mcp.surfaces.cli import main
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -46,9 +46,9 @@ def test_the_demo_runs_from_a_built_wheel_outside_the_source_tree(tmp_path: Path
     with zipfile.ZipFile(next(wheels.glob("audit_mcp-*.whl"))) as wheel:
         wheel.extractall(site)
     script = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import audit_mcp, audit_mcp.cli; "
+        "import sys; sys.path.insert(0, sys.argv[1]); import audit_mcp, audit_mcp.surfaces.cli; "
         "assert audit_mcp.__file__.startswith(sys.argv[1]), audit_mcp.__file__; "
-        "sys.exit(audit_mcp.cli.main(['demo', '--dir', sys.argv[2]]))"
+        "sys.exit(audit_mcp.surfaces.cli.main(['demo', '--dir', sys.argv[2]]))"
     )
     proc = subprocess.run([sys.executable, "-c", script, str(site), str(tmp_path / "demo")], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from audit_mcp.server import build_server
+from audit_mcp.surfaces.server import build_server
 from tests.conftest import ScriptedReviewer
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from audit_mcp.service import AuditService
-from audit_mcp.synthesis import fingerprint, synthesize
-from audit_mcp.validation import MAX_EVIDENCE_LINES, locate_evidence
+from audit_mcp.engine.validation import MAX_EVIDENCE_LINES, locate_evidence
+from audit_mcp.findings.synthesis import fingerprint, synthesize
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer, git
 from tests.driving import drive, report_json, with_second_lens
 

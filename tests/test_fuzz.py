@@ -14,9 +14,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit_mcp.errors import AuditError
-from audit_mcp.service import AuditService
-from audit_mcp.store import DB_FILENAME
+from audit_mcp.core.errors import AuditError
+from audit_mcp.store.tx import DB_FILENAME
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 
 FUZZ = settings(max_examples=80, deadline=None, derandomize=True, database=None,

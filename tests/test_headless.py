@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.headless import fill_template
+from audit_mcp.surfaces.headless import fill_template
 
 WORKER = Path(__file__).resolve().parent / "scripted_worker.py"
 EXE = str(Path(sys.executable).with_name("audit-mcp"))
@@ -157,8 +157,8 @@ def test_run_and_its_worker_environment_are_documented() -> None:
 
 
 def test_the_next_run_waits_out_a_cooldown_within_max_wait(repo: Path, tmp_path: Path) -> None:
-    from audit_mcp.headless import HeadlessRunner
-    from audit_mcp.service import AuditService
+    from audit_mcp.surfaces.headless import HeadlessRunner
+    from audit_mcp.usecases.service import AuditService
 
     waits: list[float] = []
 
@@ -175,8 +175,8 @@ def test_the_next_run_waits_out_a_cooldown_within_max_wait(repo: Path, tmp_path:
 def test_workers_start_no_sooner_than_their_launch_offsets(repo: Path, tmp_path: Path) -> None:
     import time
 
-    from audit_mcp.headless import HeadlessRunner
-    from audit_mcp.service import AuditService
+    from audit_mcp.surfaces.headless import HeadlessRunner
+    from audit_mcp.usecases.service import AuditService
 
     (repo / ".audit-mcp.toml").write_text('lenses = ["security"]\nmax_packet_tokens = 12000\n')  # a few packets
     service = AuditService(repo)

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.service import AuditService
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 
 CAPS = {"can_dispatch_subagents": True}

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.service import AuditService
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer, git
 
 CAPS = {"can_dispatch_subagents": True}

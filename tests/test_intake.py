@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from audit_mcp.config import SessionConfig
-from audit_mcp.intake import build_manifest
+from audit_mcp.core.config import SessionConfig
+from audit_mcp.engine.intake import build_manifest
 from tests.conftest import git
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from audit_mcp.analyzers import run_analyzers
-from audit_mcp.errors import ConfigError
-from audit_mcp.leads import Lead, Verdict, import_leads, lead_report, parse_sarif
-from audit_mcp.service import AuditService
+from audit_mcp.core.errors import ConfigError
+from audit_mcp.findings.analyzers import run_analyzers
+from audit_mcp.findings.leads import Lead, Verdict, import_leads, lead_report, parse_sarif
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import FIXTURES, ScriptedReviewer
 from tests.driving import carried, cli, judging
 from tests.sarif_checks import github_problems, schema_errors

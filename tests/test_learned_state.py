@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from audit_mcp.learned import LearnedStore, learned_state_path, state_key
+from audit_mcp.scheduling.learned import LearnedStore, learned_state_path, state_key
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -38,7 +38,7 @@ def test_state_round_trips_per_provider_and_model() -> None:
 def test_concurrent_processes_lose_no_update(tmp_path: Path) -> None:
     script = (
         "from dataclasses import replace\nfrom datetime import UTC, datetime\n"
-        "from audit_mcp.learned import LearnedStore\n"
+        "from audit_mcp.scheduling.learned import LearnedStore\n"
         "store = LearnedStore()\n"
         "for _ in range(20):\n"
         "    store.update('k', lambda s: replace(s, clean_runs=s.clean_runs + 1), datetime.now(UTC))\n"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from audit_mcp.server import build_server
-from audit_mcp.service import AuditService
+from audit_mcp.surfaces.server import build_server
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 
 CAPS = {"can_dispatch_subagents": True}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from audit_mcp.config import LensRule, SessionConfig
-from audit_mcp.coverage import build_cells
-from audit_mcp.languages import import_edges
-from audit_mcp.service import AuditService
+from audit_mcp.core.config import LensRule, SessionConfig
+from audit_mcp.engine.coverage import build_cells
+from audit_mcp.engine.languages import import_edges
+from audit_mcp.usecases.service import AuditService
 
 
 def test_the_stored_matrix_matches_build_cells_with_lens_rules_and_chunks(repo: Path) -> None:

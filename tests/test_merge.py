@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from audit_mcp.errors import NotFoundError
-from audit_mcp.service import AuditService
+from audit_mcp.core.errors import NotFoundError
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 
 

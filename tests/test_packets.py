@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit_mcp.config import SessionConfig
-from audit_mcp.coverage import build_cells, chunk_ranges
-from audit_mcp.limits import balanced_waves
-from audit_mcp.packets import pack
-from audit_mcp.service import AuditService
-from audit_mcp.store import FileRow
+from audit_mcp.core.config import SessionConfig
+from audit_mcp.engine.coverage import build_cells, chunk_ranges
+from audit_mcp.engine.packets import pack
+from audit_mcp.scheduling.limits import balanced_waves
+from audit_mcp.store.tx import FileRow
+from audit_mcp.usecases.service import AuditService
 
 
 def _rows(n: int, lines: int = 100, size: int = 4_000) -> list[FileRow]:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from audit_mcp.planner import MAX_INLINE_STEPS, Executor, Obligation, PlannerState, decide
+from audit_mcp.engine.planner import MAX_INLINE_STEPS, Executor, Obligation, PlannerState, decide
 
 BASE = PlannerState(
     has_audit=True, has_cells=True, blocker=None, open_run_id=None, open_run_packets=0, open_run_submitted=0,

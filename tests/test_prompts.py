@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from audit_mcp.config import DEFAULT_LENSES
-from audit_mcp.lenses import available_lenses
-from audit_mcp.templates import load, placeholders, prompts_dir, render
+from audit_mcp.core.config import DEFAULT_LENSES
+from audit_mcp.engine.lenses import available_lenses
+from audit_mcp.engine.templates import load, placeholders, prompts_dir, render
 
 PACKAGE = Path(__file__).resolve().parent.parent / "audit_mcp"
 
@@ -23,7 +23,7 @@ def test_every_prompt_file_is_used_by_the_code(name: str) -> None:
     if name.startswith("lenses/"):
         assert Path(name).stem in available_lenses()
         return
-    source = "".join(p.read_text() for p in PACKAGE.glob("*.py"))
+    source = "".join(p.read_text() for p in PACKAGE.rglob("*.py"))
     assert f'"{name}"' in source, f"{name} is never rendered"
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from audit_mcp.ratelimits import go_duration, parse_error_text, parse_headers
+from audit_mcp.scheduling.ratelimits import go_duration, parse_error_text, parse_headers
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from audit_mcp.cli import build_parser
-from audit_mcp.config import load_config
+from audit_mcp.core.config import load_config
+from audit_mcp.surfaces.cli import build_parser
 
 PROJECT = Path(__file__).resolve().parent.parent
 README = (PROJECT / "README.md").read_text()

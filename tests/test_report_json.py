@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 
-from audit_mcp.service import AuditService
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import FIXTURES, ScriptedReviewer
 from tests.driving import drive, judging_with_second_lens, report_json
 from tests.test_comparison import _fix_sqli_and_plant_a_new_issue

@@ -10,7 +10,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from audit_mcp.service import AuditService
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import FIXTURES, ScriptedReviewer
 from tests.driving import drive, judging_with_second_lens
 

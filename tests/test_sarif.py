@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from audit_mcp.cli import main
-from audit_mcp.sarif import cwe_ids, render_sarif, rule_id
-from audit_mcp.server import build_server
-from audit_mcp.service import AuditService
+from audit_mcp.findings.sarif import cwe_ids, render_sarif, rule_id
+from audit_mcp.surfaces.cli import main
+from audit_mcp.surfaces.server import build_server
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 from tests.driving import drive
 from tests.sarif_checks import github_problems, schema_errors

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from audit_mcp.limits import Limit, ResolvedLimits
-from audit_mcp.scheduler import (
+from audit_mcp.scheduling.limits import Limit, ResolvedLimits
+from audit_mcp.scheduling.scheduler import (
     Learned,
     PacketLoad,
     RunOutcome,

@@ -12,12 +12,12 @@ import httpx
 import pytest
 from mcp import Client
 
-from audit_mcp.cli import main
-from audit_mcp.config import SchedulerConfig
-from audit_mcp.pacing import pacing_settings
-from audit_mcp.probe import probe
-from audit_mcp.server import build_server
-from audit_mcp.service import AuditService
+from audit_mcp.core.config import SchedulerConfig
+from audit_mcp.scheduling.pacing import pacing_settings
+from audit_mcp.scheduling.probe import probe
+from audit_mcp.surfaces.cli import main
+from audit_mcp.surfaces.server import build_server
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 
 START = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -93,7 +93,7 @@ def test_each_strategy_packs_the_same_code_with_its_own_budget() -> None:
 
 
 def test_without_switches_off_each_named_part_of_the_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
-    from audit_mcp import scheduler
+    from audit_mcp.scheduling import scheduler
     from benchmarks import scheduler_sim
 
     for name in ("WHOLE_WAVE_INPUT_PEAK", "UNCACHED_PACKET_TOKENS", "TARGET_UTILISATION", "_by_wave"):

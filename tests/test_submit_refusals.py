@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from audit_mcp.service import AuditService
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from audit_mcp.service import AuditService
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import FIXTURES, ScriptedReviewer
 
 CAPS = {"can_dispatch_subagents": True, "max_active_subagents": 4}

@@ -1,0 +1,80 @@
+"""The coverage matrix: one cell per (file or line-range chunk, lens), and what it adds up to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
+
+from audit_mcp.core.config import SessionConfig
+from audit_mcp.engine.lenses import LensSelector
+from audit_mcp.store.tx import Cell, FileRow, Matrix
+
+
+class CellState(StrEnum):
+    PENDING = "pending"
+    ASSIGNED = "assigned"
+    REVIEWED = "reviewed"
+    NOT_APPLICABLE = "not_applicable"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+OPEN_STATES = (CellState.PENDING, CellState.ASSIGNED)
+DONE_STATES = (CellState.REVIEWED, CellState.NOT_APPLICABLE)
+
+
+def chunk_ranges(line_count: int, threshold: int, chunk_lines: int) -> list[tuple[int, int]]:
+    """Line ranges for a file: the whole file, or chunks of ``chunk_lines`` past ``threshold``."""
+    if line_count <= threshold:
+        return [(1, max(1, line_count))]
+    return [(start, min(line_count, start + chunk_lines - 1)) for start in range(1, line_count + 1, chunk_lines)]
+
+
+def build_matrix(files: Sequence[FileRow], config: SessionConfig) -> Matrix:
+    """The units of every file in scope, in a stable order, and the lenses that apply to each."""
+    selector = LensSelector(config)
+    sets: dict[tuple[str, ...], int] = {}
+    units: list[tuple[str, int, int, str, int]] = []
+    threshold, chunk = config.chunk_threshold_lines, config.chunk_lines
+    for row in files:
+        if row.scope != "review":
+            continue
+        lenses = tuple(selector.for_path(row.path))
+        if not lenses:
+            continue
+        index = sets.setdefault(lenses, len(sets))
+        for start, end in chunk_ranges(row.line_count, threshold, chunk):
+            units.append((row.path, start, end, row.sha256, index))
+    return Matrix(units, list(sets))
+
+
+def build_cells(files: Sequence[FileRow], config: SessionConfig) -> list[Cell]:
+    """Every cell of the matrix, in a stable order with stable task ids."""
+    matrix = build_matrix(files, config)
+    cells: list[Cell] = []
+    for path, start, end, content_hash, index in matrix.units:
+        for lens in matrix.lens_sets[index]:
+            cells.append(Cell(f"T{len(cells) + 1:05d}", path, start, end, lens, CellState.PENDING, 0, None, None,
+                              None, content_hash))
+    return cells
+
+
+def completeness(counts: Mapping[str, int]) -> str:
+    """``complete`` when every cell is reviewed or not applicable; ``partial`` when the audit
+    ended with gaps; ``unknown`` while cells are still open."""
+    if any(counts.get(s, 0) for s in OPEN_STATES):
+        return "unknown"
+    if any(counts.get(s, 0) for s in (CellState.FAILED, CellState.SKIPPED)):
+        return "partial"
+    return "complete"
+
+
+def totals(counts: Mapping[str, int]) -> dict[str, int]:
+    out = {state.value: int(counts.get(state.value, 0)) for state in CellState}
+    out["total"] = sum(out.values())
+    return out
+
+
+def gaps(cells: Iterable[Cell]) -> list[Cell]:
+    """Cells that ended without a review: failed or skipped."""
+    return [c for c in cells if c.state in (CellState.FAILED, CellState.SKIPPED)]

@@ -1,0 +1,102 @@
+"""Files that changed after intake: their cells go back to pending, by content hash.
+
+A review is only worth what the bytes it read are worth. Before a run's cells count as covered, and
+again before the report is written, the files concerned are read again; a file whose content hash
+differs from the manifest gets its manifest row updated, its findings withdrawn, and its cells put back
+to pending (or skipped, when the file is now deleted, binary or too big) with the reason recorded.
+Reading happens outside the write transaction; applying checks the manifest row is still the one read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from audit_mcp.core.config import SessionConfig
+from audit_mcp.core.models import RequeuedTask
+from audit_mcp.engine.coverage import CellState, build_cells, chunk_ranges
+from audit_mcp.engine.intake import rescan
+from audit_mcp.store.tx import Cell, FileRow, Tx
+
+
+@dataclass(frozen=True)
+class Drift:
+    before: FileRow
+    after: FileRow
+
+    @property
+    def why(self) -> str:
+        if self.after.scope != "review":
+            return f"changed after intake and is now skipped: {self.after.skip_reason}"
+        return f"content changed after intake (sha256 {self.before.sha256[:12]} → {self.after.sha256[:12]})"
+
+
+def detect(root: Path, config: SessionConfig, files: Iterable[FileRow]) -> list[Drift]:
+    """The in-scope files whose bytes on disk no longer match the manifest."""
+    out = []
+    for row in files:
+        if row.scope != "review":
+            continue
+        now = rescan(root, row.path, config)
+        if now.sha256 != row.sha256 or now.scope != row.scope:
+            out.append(Drift(row, now))
+    return out
+
+
+def apply(tx: Tx, audit_id: int, config: SessionConfig, drifts: Iterable[Drift], now: str) -> list[RequeuedTask]:
+    """Put the cells of changed files back to pending (or skipped) inside the caller's transaction."""
+    requeued: list[RequeuedTask] = []
+    for drift in drifts:
+        current = tx.file(audit_id, drift.before.path)
+        if current is None or current.sha256 != drift.before.sha256:
+            continue  # another process already recorded this change
+        cells = tx.cells_for_path(audit_id, drift.before.path)
+        if any(c.state == CellState.ASSIGNED for c in cells):
+            continue  # held by a run in flight; its merge checks the file again
+        tx.update_file(audit_id, drift.after)
+        task_ids = [c.task_id for c in cells]
+        withdrawn = tx.delete_findings(audit_id, task_ids)
+        state = CellState.PENDING if drift.after.scope == "review" else CellState.SKIPPED
+        fresh = _cells_for(drift.after, cells, config, tx.max_task_number(audit_id))
+        if fresh is not None:
+            tx.delete_cells(audit_id, task_ids)
+            tx.insert_cells(audit_id, [_with(c, state, drift.why) for c in fresh], now)
+            cells = fresh
+        else:
+            for cell in cells:
+                tx.reset_cell(audit_id, cell.task_id, state=state, content_hash=drift.after.sha256,
+                              reason=drift.why, now=now)
+        tx.log(now=now, audit_id=audit_id, actor="engine", action="file_changed",
+               detail=f"{drift.before.path}: {drift.why}; {len(cells)} cell(s) back to {state.value}, "
+                      f"{withdrawn} finding(s) withdrawn", outcome="requeued")
+        if state is CellState.PENDING:
+            requeued += [RequeuedTask(task_id=c.task_id, file=c.path, lens=c.lens, why=drift.why, state="pending")
+                         for c in cells]
+    return requeued
+
+
+def _cells_for(after: FileRow, cells: list[Cell], config: SessionConfig, last: int) -> list[Cell] | None:
+    """New cells when the file's line ranges changed; ``None`` when the old cells still fit."""
+    if after.scope != "review":
+        return None
+    ranges = chunk_ranges(after.line_count, config.chunk_threshold_lines, config.chunk_lines)
+    if sorted({(c.start_line, c.end_line) for c in cells}) == ranges:
+        return None
+    lenses = {c.lens for c in cells}
+    out = []
+    for cell in build_cells([after], config):
+        if cell.lens in lenses:
+            last += 1
+            out.append(_renumber(cell, f"T{last:05d}"))
+    return out
+
+
+def _renumber(cell: Cell, task_id: str) -> Cell:
+    return Cell(task_id, cell.path, cell.start_line, cell.end_line, cell.lens, cell.state, 0, None, None, None,
+                cell.content_hash)
+
+
+def _with(cell: Cell, state: str, reason: str) -> Cell:
+    return Cell(cell.task_id, cell.path, cell.start_line, cell.end_line, cell.lens, state, 0, None, None, reason,
+                cell.content_hash)

@@ -1,0 +1,68 @@
+"""Host capabilities: tool arguments, then earlier answers, then the session config, then what the
+MCP client announced about itself, then a safe default."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from audit_mcp.core.config import HostConfig
+from audit_mcp.core.models import HostCapabilities
+
+DEFAULT_MAX_ACTIVE = 4
+_FIELDS = ("can_dispatch_subagents", "can_restrict_subagent_tools", "can_select_subagent_model",
+           "max_active_subagents", "model")
+
+# What well-known clients can do, by a substring of the clientInfo name they announce.
+KNOWN_CLIENTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("claude-code", {"can_dispatch_subagents": True, "can_restrict_subagent_tools": True,
+                     "can_select_subagent_model": True, "max_active_subagents": 16}),
+    ("claude code", {"can_dispatch_subagents": True, "can_restrict_subagent_tools": True,
+                     "can_select_subagent_model": True, "max_active_subagents": 16}),
+    ("codex", {"can_dispatch_subagents": True, "max_active_subagents": 3}),
+    ("visual studio code", {"can_dispatch_subagents": True, "max_active_subagents": 4}),
+    ("vscode", {"can_dispatch_subagents": True, "max_active_subagents": 4}),
+    ("cursor", {"can_dispatch_subagents": True, "max_active_subagents": 4}),
+)
+
+
+def client_profile(client_name: str | None) -> dict[str, Any]:
+    if not client_name:
+        return {}
+    lowered = client_name.lower()
+    return next((dict(profile) for key, profile in KNOWN_CLIENTS if key in lowered), {})
+
+
+def resolve(
+    arguments: Mapping[str, Any],
+    remembered: Mapping[str, Any],
+    config: HostConfig,
+    client_name: str | None,
+) -> HostCapabilities:
+    layers = (
+        ("tool arguments", {k: v for k, v in arguments.items() if v is not None}),
+        ("an earlier next_step answer", {k: v for k, v in remembered.items() if k in _FIELDS and v is not None}),
+        ("session config [host]", {k: v for k, v in config.model_dump().items() if v is not None}),
+        (f"client '{client_name}'", client_profile(client_name)),
+    )
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for field in _FIELDS:
+        for source, layer in layers:
+            if field in layer:
+                values[field] = layer[field]
+                sources[field] = source
+                break
+        else:
+            sources[field] = "default"
+    values.setdefault("can_restrict_subagent_tools", False)
+    values.setdefault("can_select_subagent_model", False)
+    values.setdefault("max_active_subagents", DEFAULT_MAX_ACTIVE)
+    return HostCapabilities(**values, client_name=client_name, sources=sources)
+
+
+def remember(arguments: Mapping[str, Any], remembered: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge this call's explicit answers into what earlier calls said."""
+    merged = dict(remembered)
+    merged.update({k: v for k, v in arguments.items() if k in _FIELDS and v is not None})
+    return merged

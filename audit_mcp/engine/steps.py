@@ -1,0 +1,242 @@
+"""Rendering the Step handed to the host, and its prompt, from ``prompts/steps/``."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from audit_mcp.core.models import HostCapabilities, Step
+from audit_mcp.engine.templates import render
+from audit_mcp.scheduling.limits import balanced_waves
+
+TIER_MODELS = {
+    "small": "your fastest, cheapest model (e.g. a Haiku-class model)",
+    "standard": "your default model (e.g. a Sonnet-class model)",
+    "deep": "your strongest model (e.g. an Opus-class model)",
+}
+
+
+@dataclass
+class StepContext:
+    kind: str
+    status: str
+    run_id: str | None
+    reason: str
+    caps: HostCapabilities
+    root: Path
+    artifacts_dir: Path
+    coverage: dict[str, int] = field(default_factory=dict)
+    completeness: str = "unknown"
+    plan: dict[str, Any] | None = None
+    plan_path: Path | None = None
+    outstanding: list[dict[str, Any]] = field(default_factory=list)
+    submitted: list[str] = field(default_factory=list)
+    report_path: Path | None = None
+
+
+def _cli(ctx: StepContext, verb: str, *args: str) -> str:
+    base = (f"audit-mcp {verb} --root {shlex.quote(str(ctx.root))} "
+            f"--artifacts-dir {shlex.quote(str(ctx.artifacts_dir))}")
+    return " ".join([base, *args])
+
+
+def _coverage_line(ctx: StepContext) -> str:
+    c = ctx.coverage
+    if not c:
+        return "No coverage matrix yet."
+    return (f"{c.get('total', 0)} cells: {c.get('reviewed', 0)} reviewed, {c.get('not_applicable', 0)} not "
+            f"applicable, {c.get('pending', 0)} pending, {c.get('assigned', 0)} assigned, {c.get('failed', 0)} "
+            f"failed. Completeness: {ctx.completeness}.")
+
+
+def _launch_offsets(outstanding: list[dict[str, Any]]) -> dict[str, float]:
+    """Each outstanding packet's earliest start, in seconds after the first one starts (only those above zero).
+
+    The plan counts from the run's first start; a resumed run counts again from its first outstanding packet.
+    """
+    raw = {p["packet_id"]: float(p.get("not_before_seconds") or 0.0) for p in outstanding}
+    base = min(raw.values(), default=0.0)
+    return {packet: round(at - base, 1) for packet, at in raw.items() if at - base > 0}
+
+
+def _waves_table(ctx: StepContext, waves: list[int], offsets: dict[str, float]) -> str:
+    lines = []
+    position = 0
+    for number, size in enumerate(waves, 1):
+        chunk = ctx.outstanding[position : position + size]
+        position += size
+        paced = any(p["packet_id"] in offsets for p in chunk)
+        lines.append(f"**Wave {number}** ({len(chunk)} subagent(s){', paced' if paced else ' at once'}):")
+        for p in chunk:
+            start = f"**start at +{offsets[p['packet_id']]:g}s**, " if p["packet_id"] in offsets else ""
+            lines.append(
+                f"- `{p['packet_id']}`: {start}model tier **{p['model_hint']['tier']}**, "
+                f"~{p['estimated_tokens']:,} tokens, {len(p['tasks'])} task(s). Prompt file: `{p['prompt_path']}`"
+            )
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
+    assert ctx.plan is not None and ctx.run_id is not None and ctx.plan_path is not None
+    # The scheduler's width, never the host's bare cap: the limits or a learned cap may be tighter.
+    waves = balanced_waves(len(ctx.outstanding), ctx.plan.get("wave_size") or ctx.caps.max_active_subagents)
+    planned = ctx.plan.get("schedule") or {}
+    forecast = planned.get("forecast")
+    schedule_note = (
+        f"Launch order: as listed below, longest work first. Why this width: {planned['reasoning']}"
+        if planned.get("reasoning") else "Launch order: as listed below, longest work first."
+    )
+    if forecast:
+        schedule_note += (f" Forecast: {forecast['packets']} packet(s) in {forecast['waves']} wave(s), "
+                          f"~{forecast['estimated_input_tokens']:,} input tokens, {forecast['time_range']}.")
+    if planned.get("oversize_packets"):
+        schedule_note += (" Warning: packet(s) " + ", ".join(planned["oversize_packets"]) + " may exceed the "
+                          "model's per-minute input or output budget; expect rate-limit errors for them.")
+    model_rule = (
+        "Choose each subagent's model from its packet's tier: " + "; ".join(
+            f"`{tier}` → {desc}" for tier, desc in TIER_MODELS.items()) + "."
+        if ctx.caps.can_select_subagent_model
+        else "Use your default model for every subagent (the tier is only a hint)."
+    )
+    tools_rule = (
+        "Give review subagents only read and search tools plus `submit_packet` (or a shell for the "
+        "`audit-mcp submit-packet` command). They never edit files or run the code under review."
+        if ctx.caps.can_restrict_subagent_tools
+        else "Tell each subagent it must not edit files or run the code under review."
+    )
+    cooldown = ctx.plan.get("cooldown_until")
+    cooldown_rule = (
+        f"Do not launch any subagent before {cooldown} (UTC): the model's rate limit asked for a pause."
+        if cooldown else "No rate-limit cooldown is active: start the first wave now."
+    )
+    offsets = _launch_offsets(ctx.outstanding)
+    interval = planned.get("launch_interval_seconds") or None
+    if offsets and planned.get("wave_kind") == "whole_wave":
+        launch_rule = (
+            "Launch all the packets of the wave together, each as its own subagent. A wave whose packets are "
+            "marked **start at +Ns** must not start sooner than N seconds after the first wave of this run "
+            "started (the model's per-minute token budget refills at that pace; if you have nothing else to do, "
+            "wait with `sleep` in a shell). Give each exactly this instruction:"
+        )
+    elif offsets:
+        launch_rule = (
+            "Launch the packets of the wave in the order listed, each as its own subagent. A packet marked "
+            "**start at +Ns** must not start sooner than N seconds after the first subagent of this run started "
+            "(the model's per-minute token budget refills at that pace; if you have nothing else to do, wait "
+            "with `sleep` in a shell); start the others at once. Give each exactly this instruction:"
+        )
+    else:
+        launch_rule = ("Launch every packet of the wave at once, each as its own subagent, with exactly this "
+                       "instruction:")
+    merge_cli = _cli(ctx, "merge-and-ingest", "--run-id", ctx.run_id, "--failures", "FAILURES.json")
+    resumed = (
+        f"{len(ctx.submitted)} packet(s) of this run are already submitted ({', '.join(ctx.submitted)}); "
+        "do not launch them again."
+        if ctx.submitted else "No packet of this run is submitted yet."
+    )
+    prompt = render(
+        "steps/dispatch_review.md",
+        run_id=ctx.run_id,
+        plan_path=str(ctx.plan_path),
+        plan_uri=f"audit://runs/{ctx.run_id}/dispatch-plan",
+        outstanding=str(len(ctx.outstanding)),
+        wave_count=str(len(waves)),
+        wave_size=str(waves[0] if waves else 0),
+        waves_table=_waves_table(ctx, waves, offsets),
+        resumed=resumed,
+        model_rule=model_rule,
+        tools_rule=tools_rule,
+        cooldown_rule=cooldown_rule,
+        launch_rule=launch_rule,
+        schedule_note=schedule_note,
+        merge_cli=merge_cli,
+        coverage_line=_coverage_line(ctx),
+    )
+    actions = [
+        "launch one subagent per packet, wave by wave: \"Read and follow the instructions in <prompt_path>\"",
+        f"merge_and_ingest(run_id=\"{ctx.run_id}\", failures=[{{packet_id, error}}...])",
+        merge_cli,
+        "next_step()",
+    ]
+    stop = (f"Stop dispatching once every wave of run {ctx.run_id} has finished; call merge_and_ingest once, "
+            "then next_step.")
+    extra = {"wave_size": waves[0] if waves else 0, "waves": waves, "packets_outstanding": len(ctx.outstanding),
+             "cooldown_until": cooldown, "forecast": forecast, "launch_offsets": offsets or None,
+             "launch_interval_seconds": interval if offsets else None}
+    return prompt, actions, stop, extra
+
+
+def _single(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
+    assert ctx.run_id is not None
+    packet = ctx.outstanding[0]
+    submit_cli = _cli(ctx, "submit-packet", "--run-id", ctx.run_id, "--packet-id", packet["packet_id"],
+                      "--results", "RESULTS.json")
+    prompt = render(
+        "steps/single_task_fallback.md",
+        run_id=ctx.run_id,
+        packet_id=packet["packet_id"],
+        prompt_path=packet["prompt_path"],
+        prompt_uri=packet["prompt_uri"],
+        task_count=str(len(packet["tasks"])),
+        submit_cli=submit_cli,
+        next_cli=_cli(ctx, "next-step"),
+        coverage_line=_coverage_line(ctx),
+    )
+    actions = [f"submit_packet(run_id=\"{ctx.run_id}\", packet_id=\"{packet['packet_id']}\", results=[...])",
+               submit_cli, "next_step()"]
+    stop = f"Stop after packet {packet['packet_id']} is accepted; then call next_step."
+    return prompt, actions, stop, {"wave_size": 1, "waves": [1], "packets_outstanding": 1}
+
+
+def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
+    extra: dict[str, Any] = {}
+    if ctx.kind == "dispatch_review":
+        prompt, actions, stop, extra = _dispatch(ctx)
+    elif ctx.kind == "single_task_fallback":
+        prompt, actions, stop, extra = _single(ctx)
+    elif ctx.kind == "capability_check":
+        answer_cli = _cli(ctx, "next-step", "--host-can-dispatch-subagents", "true|false",
+                          "--host-max-active-subagents", "N")
+        prompt = render("steps/capability_check.md", answer_cli=answer_cli, coverage_line=_coverage_line(ctx))
+        actions = ["next_step(host_can_dispatch_subagents=true|false, host_max_active_subagents=N, "
+                   "host_can_restrict_subagent_tools=true|false, host_can_select_subagent_model=true|false, "
+                   "host_model=\"...\")", answer_cli]
+        stop = "Stop after answering once with next_step; do not run shell commands to find out."
+    elif ctx.kind == "present_report":
+        assert ctx.report_path is not None
+        prompt = render("steps/present_report.md", report_path=str(ctx.report_path),
+                        report_cli=_cli(ctx, "report"), coverage_line=_coverage_line(ctx))
+        actions = ["read resource audit://report", f"read file {ctx.report_path}", _cli(ctx, "report")]
+        stop = "Stop after presenting the report; do not call the server again for this audit."
+    else:
+        prompt = render("steps/blocked.md", reason=ctx.reason, status_cli=_cli(ctx, "status"),
+                        coverage_line=_coverage_line(ctx))
+        actions = ["report the blocker to the user verbatim", _cli(ctx, "status")]
+        stop = "Stop now and report the blocker; do not retry until a person has fixed its cause."
+    summary = prompt.split("\n\n", 2)[1].strip() if prompt.count("\n\n") >= 2 else prompt.strip()
+    paths = {"step": str(ctx.artifacts_dir / "steps" / "current-step.json"), "prompt": str(prompt_path),
+             "report": str(ctx.artifacts_dir / "report" / "report.md"),
+             "report_json": str(ctx.artifacts_dir / "report" / "report.json")}
+    if ctx.plan_path is not None:
+        paths["plan"] = str(ctx.plan_path)
+    step = Step(
+        step_kind=ctx.kind,  # type: ignore[arg-type]
+        status=ctx.status,  # type: ignore[arg-type]
+        run_id=ctx.run_id,
+        summary=summary,
+        prompt_path=str(prompt_path),
+        allowed_actions=actions,
+        stop_condition=stop,
+        repo_root=str(ctx.root),
+        artifacts_dir=str(ctx.artifacts_dir),
+        artifact_paths=paths,
+        reason=ctx.reason,
+        host=ctx.caps,
+        coverage=ctx.coverage,
+        completeness=ctx.completeness,
+        **extra,
+    )
+    return step, prompt

@@ -1,0 +1,425 @@
+"""Validation of a packet's results, before anything reaches the coverage matrix.
+
+Pure: the packet's tasks, a way to read the repository's files, and the raw
+payload in; errors, warnings and a normalised payload out. Every message
+names where the problem is (a JSON-pointer-like location) and how to fix it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit_mcp.core.errors import PathError
+from audit_mcp.core.fs import normalize_relpath
+from audit_mcp.findings.leads import VERDICTS, Lead
+from audit_mcp.store.tx import Cell
+
+SEVERITIES = ("critical", "high", "medium", "low", "info")
+CONFIDENCES = ("high", "medium", "low")
+STATUSES = ("reviewed", "not_applicable", "could_not_review")
+ROLES_HINT = "e.g. source, sink, caller, validator"
+
+MAX_PAYLOAD_CHARS = 1_000_000
+MAX_FINDINGS_PER_TASK = 50
+MAX_EVIDENCE_CHARS = 2_000
+MAX_EVIDENCE_LINES = 40
+MIN_EVIDENCE_CHARS = 8
+MAX_RELATED = 10
+EVIDENCE_SLACK_LINES = 3
+MIN_SUMMARY_CHARS = 30
+TEXT_CAPS = {"title": 200, "category": 100, "description": 4_000, "recommendation": 2_000, "symbol": 200,
+             "summary": 2_000, "reason": 1_000}
+_VACUOUS = re.compile(r"^\W*(no (obvious |apparent )?(issues|problems|findings)( found)?|looks (good|fine)|lgtm"
+                      r"|nothing (found|to report)|clean|ok)\W*$", re.I)
+_WS = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Problem:
+    location: str
+    message: str
+
+
+@dataclass
+class Outcome:
+    errors: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def accepted(self) -> bool:
+        return not self.errors
+
+    def error(self, location: str, message: str) -> None:
+        self.errors.append(Problem(location, message))
+
+    def warn(self, location: str, message: str) -> None:
+        self.warnings.append(Problem(location, message))
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def locate_evidence(lines: Sequence[str], evidence: str) -> list[tuple[int, int]]:
+    """Every (start, end) 1-based line range where ``evidence`` appears, whitespace-insensitively.
+
+    Blank lines are ignored on both sides; each evidence line must be contained
+    in the corresponding file line, so the first and last may be partial.
+    """
+    wanted = [_norm(x) for x in evidence.splitlines() if x.strip()]
+    if not wanted:
+        return []
+    nonblank = [(i + 1, _norm(text)) for i, text in enumerate(lines) if text.strip()]
+    found = []
+    for idx in range(len(nonblank) - len(wanted) + 1):
+        if wanted[0] not in nonblank[idx][1]:
+            continue
+        if all(wanted[j] in nonblank[idx + j][1] for j in range(1, len(wanted))):
+            found.append((nonblank[idx][0], nonblank[idx + len(wanted) - 1][0]))
+    return found
+
+
+def _objects(out: Outcome, raw: list[Any], loc: str, not_an_object: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each item of an array that should hold objects, with its location; any other item is an error."""
+    for k, item in enumerate(raw):
+        if isinstance(item, dict):
+            yield f"{loc}/{k}", item
+        else:
+            out.error(f"{loc}/{k}", not_an_object)
+
+
+def _text(out: Outcome, obj: Mapping[str, Any], key: str, loc: str, *, required: bool) -> str | None:
+    value = obj.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if required:
+            out.error(f"{loc}/{key}", f"'{key}' is required: give a non-empty string")
+        return None
+    if not isinstance(value, str):
+        out.error(f"{loc}/{key}", f"'{key}' must be a string, not {type(value).__name__}")
+        return None
+    cap = TEXT_CAPS.get(key)
+    if cap is not None and len(value) > cap:
+        out.error(f"{loc}/{key}", f"'{key}' has {len(value)} characters; keep it under {cap}")
+        return None
+    return value.strip()
+
+
+def _line(out: Outcome, obj: Mapping[str, Any], key: str, loc: str) -> int | None:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        out.error(f"{loc}/{key}", f"'{key}' must be a whole line number (1-based), not {value!r}")
+        return None
+    if value < 1:
+        out.error(f"{loc}/{key}", f"'{key}' is {value}; line numbers start at 1")
+        return None
+    return value
+
+
+class PacketValidator:
+    """Checks one submission against one packet's tasks and the files they name."""
+
+    def __init__(
+        self,
+        packet_id: str,
+        cells: Sequence[Cell],
+        read_lines: Callable[[str], list[str] | None],
+        known_files: Callable[[str], bool],
+        leads: Sequence[Lead] = (),
+    ) -> None:
+        self.packet_id = packet_id
+        self.leads = {x.lead_id: x for x in leads}
+        self.cells = {c.task_id: c for c in cells}
+        self.packet_files = sorted({c.path for c in cells})
+        self._read_lines = read_lines
+        self._known_files = known_files
+        self._cache: dict[str, list[str] | None] = {}
+
+    def _lines(self, path: str) -> list[str] | None:
+        if path not in self._cache:
+            self._cache[path] = self._read_lines(path)
+        return self._cache[path]
+
+    def validate(self, results: Any, usage: Any = None) -> Outcome:
+        out = Outcome()
+        if not isinstance(results, list):
+            out.error("/results", "'results' must be a JSON array with one object per task of the packet")
+            return out
+        seen: set[str] = set()
+        for i, item in enumerate(results):
+            loc = f"/results/{i}"
+            if not isinstance(item, dict):
+                out.error(loc, "each result must be an object with task_id, status, summary and findings")
+                continue
+            task_id = item.get("task_id")
+            if not isinstance(task_id, str) or task_id not in self.cells:
+                out.error(
+                    f"{loc}/task_id",
+                    f"task {task_id!r} is not in packet {self.packet_id}; its tasks are "
+                    f"{', '.join(sorted(self.cells))}. Answer exactly those.",
+                )
+                continue
+            if task_id in seen:
+                out.error(f"{loc}/task_id", f"task {task_id} is answered twice; keep one result per task")
+                continue
+            seen.add(task_id)
+            normalized = self._task(out, item, self.cells[task_id], loc)
+            if normalized is not None:
+                out.results.append(normalized)
+        self._check_leads_answered(out, results)
+        for task_id in sorted(self.cells.keys() - seen):
+            cell = self.cells[task_id]
+            out.error(
+                "/results",
+                f"task {task_id} ({cell.path} lines {cell.start_line}-{cell.end_line}, lens {cell.lens}) has no "
+                "result; add one (use status could_not_review with a reason if you could not review it)",
+            )
+        if usage is not None:
+            out.usage = self._usage(out, usage)
+        return out
+
+    def _usage(self, out: Outcome, usage: Any) -> dict[str, float]:
+        if not isinstance(usage, dict):
+            out.error("/usage", "'usage' must be an object such as {\"input_tokens\": 1200, \"seconds\": 95}")
+            return {}
+        clean: dict[str, float] = {}
+        for key in ("input_tokens", "output_tokens", "api_calls", "seconds", "rate_limited_calls"):
+            value = usage.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                out.error(f"/usage/{key}", f"'{key}' must be a non-negative number")
+            else:
+                clean[key] = float(value)
+        return clean
+
+    def _task(self, out: Outcome, item: Mapping[str, Any], cell: Cell, loc: str) -> dict[str, Any] | None:
+        errors_before = len(out.errors)
+        status = item.get("status")
+        if status not in STATUSES:
+            out.error(f"{loc}/status", f"status {status!r} is not one of {', '.join(STATUSES)}")
+        summary = _text(out, item, "summary", loc, required=True)
+        if summary is not None and status == "reviewed" and (
+            len(summary) < MIN_SUMMARY_CHARS or _VACUOUS.match(summary)
+        ):
+            out.error(
+                f"{loc}/summary",
+                "the summary must say what you examined (functions, inputs, sinks, searches) and, with no "
+                "findings, why the code is clear; 'no obvious issues' is not an answer",
+            )
+        reason = _text(out, item, "reason", loc, required=status in ("not_applicable", "could_not_review"))
+        raw_findings = item.get("findings", [])
+        if raw_findings is None:
+            raw_findings = []
+        if not isinstance(raw_findings, list):
+            out.error(f"{loc}/findings", "'findings' must be an array (empty when there are none)")
+            raw_findings = []
+        if raw_findings and status != "reviewed":
+            out.error(f"{loc}/findings", f"a task with status {status} cannot carry findings; use status reviewed")
+        if len(raw_findings) > MAX_FINDINGS_PER_TASK:
+            out.error(f"{loc}/findings", f"{len(raw_findings)} findings; at most {MAX_FINDINGS_PER_TASK} per task")
+            raw_findings = []
+        findings = []
+        for j, raw in enumerate(raw_findings):
+            finding = self._finding(out, raw, cell, f"{loc}/findings/{j}")
+            if finding is not None:
+                findings.append(finding)
+        verdicts = self._verdicts(out, item.get("leads"), cell, status, loc)
+        if len(out.errors) > errors_before:
+            return None
+        result: dict[str, Any] = {"task_id": cell.task_id, "status": status, "summary": summary,
+                                  "findings": findings}
+        if reason:
+            result["reason"] = reason
+        if verdicts:
+            result["leads"] = verdicts
+        return result
+
+    def _location(
+        self, out: Outcome, obj: Mapping[str, Any], loc: str, *, allowed: Sequence[str] | None
+    ) -> tuple[str, int, int, list[str]] | None:
+        raw_file = obj.get("file")
+        if not isinstance(raw_file, str):
+            out.error(f"{loc}/file", "'file' is required: the repo-relative path of the file")
+            return None
+        try:
+            path = normalize_relpath(raw_file)
+        except PathError as exc:
+            out.error(f"{loc}/file", str(exc))
+            return None
+        if allowed is not None and path not in allowed:
+            out.error(
+                f"{loc}/file",
+                f"'{raw_file}' is not a file of packet {self.packet_id}; report findings only in "
+                f"{', '.join(allowed)} (mention other files under related_locations)",
+            )
+            return None
+        if allowed is None and not self._known_files(path):
+            out.error(f"{loc}/file", f"'{raw_file}' is not a file of this repository's manifest")
+            return None
+        lines = self._lines(path)
+        if lines is None:
+            out.error(f"{loc}/file", f"'{raw_file}' cannot be read inside the repository root; check the path")
+            return None
+        start, end = _line(out, obj, "start_line", loc), _line(out, obj, "end_line", loc)
+        if start is None or end is None:
+            return None
+        if end < start:
+            out.error(f"{loc}/end_line", f"end_line {end} is before start_line {start}")
+            return None
+        if end > len(lines):
+            out.error(
+                f"{loc}/end_line",
+                f"line {end} is past the end of {path}, which has {len(lines)} lines; use lines 1-{len(lines)}",
+            )
+            return None
+        return path, start, end, lines
+
+    def _finding(self, out: Outcome, raw: Any, cell: Cell, loc: str) -> dict[str, Any] | None:
+        if not isinstance(raw, dict):
+            out.error(loc, "each finding must be an object")
+            return None
+        before = len(out.errors)
+        title = _text(out, raw, "title", loc, required=True)
+        category = _text(out, raw, "category", loc, required=True)
+        description = _text(out, raw, "description", loc, required=True)
+        recommendation = _text(out, raw, "recommendation", loc, required=True)
+        symbol = _text(out, raw, "symbol", loc, required=False)
+        severity, confidence = raw.get("severity"), raw.get("confidence")
+        if severity not in SEVERITIES:
+            out.error(f"{loc}/severity", f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
+        if confidence not in CONFIDENCES:
+            out.error(f"{loc}/confidence", f"confidence {confidence!r} is not one of {', '.join(CONFIDENCES)}")
+        place = self._location(out, raw, loc, allowed=self.packet_files)
+        evidence = raw.get("evidence")
+        if not isinstance(evidence, str) or len(_norm(evidence)) < MIN_EVIDENCE_CHARS:
+            out.error(
+                f"{loc}/evidence",
+                f"'evidence' must quote at least {MIN_EVIDENCE_CHARS} characters copied verbatim from the file",
+            )
+            evidence = None
+        elif len(evidence) > MAX_EVIDENCE_CHARS or len(evidence.splitlines()) > MAX_EVIDENCE_LINES:
+            out.error(
+                f"{loc}/evidence",
+                f"evidence is too long; quote the smallest proving snippet (at most {MAX_EVIDENCE_LINES} lines "
+                f"and {MAX_EVIDENCE_CHARS} characters)",
+            )
+            evidence = None
+        related = self._related(out, raw.get("related_locations"), loc)
+        if place is None or evidence is None or len(out.errors) > before:
+            return None
+        path, start, end, lines = place
+        start, end = self._check_evidence(out, loc, path, start, end, lines, evidence)
+        if start == 0:
+            return None
+        if path == cell.path and (end < cell.start_line - EVIDENCE_SLACK_LINES or start > cell.end_line
+                                  + EVIDENCE_SLACK_LINES):
+            out.warn(
+                f"{loc}/start_line",
+                f"lines {start}-{end} are outside this task's range {cell.start_line}-{cell.end_line}",
+            )
+        finding: dict[str, Any] = {
+            "title": title, "severity": severity, "confidence": confidence, "category": category,
+            "file": path, "start_line": start, "end_line": end, "evidence": evidence.strip("\n"),
+            "description": description, "recommendation": recommendation,
+        }
+        if symbol:
+            finding["symbol"] = symbol
+        if related:
+            finding["related_locations"] = related
+        return finding
+
+    def _check_evidence(
+        self, out: Outcome, loc: str, path: str, start: int, end: int, lines: list[str], evidence: str
+    ) -> tuple[int, int]:
+        matches = locate_evidence(lines, evidence)
+        if any(start <= m[0] and m[1] <= end for m in matches):
+            return start, end
+        if matches:
+            best = min(matches, key=lambda m: abs(m[0] - start))
+            out.warn(
+                f"{loc}/start_line",
+                f"the evidence is at lines {best[0]}-{best[1]} of {path}, not {start}-{end}; the finding was "
+                f"moved to lines {best[0]}-{best[1]}",
+            )
+            return best
+        out.error(
+            f"{loc}/evidence",
+            f"the evidence does not appear in {path} (checked the whole file, whitespace-insensitively); copy "
+            f"the lines verbatim from the file, without line numbers or edits, and give the lines they are on",
+        )
+        return 0, 0
+
+    def _verdicts(self, out: Outcome, raw: Any, cell: Cell, status: Any, loc: str) -> list[dict[str, str]]:
+        """The task's verdicts on the analyzer leads of its file (``leads`` is optional: results without it
+        are read as before)."""
+        if raw is None or raw == []:
+            return []
+        if not isinstance(raw, list):
+            out.error(f"{loc}/leads", "'leads' must be an array of {lead_id, verdict, reason}")
+            return []
+        if status != "reviewed":
+            out.error(f"{loc}/leads", f"a task with status {status} cannot judge leads; use status reviewed")
+            return []
+        clean = []
+        for vloc, item in _objects(out, raw, f"{loc}/leads", "each lead verdict must be an object {lead_id, verdict, "
+                                   "reason}"):
+            lead_id = item.get("lead_id")
+            lead = self.leads.get(lead_id) if isinstance(lead_id, str) else None
+            if lead is None:
+                known = ", ".join(sorted(self.leads)) or "none"
+                out.error(f"{vloc}/lead_id", f"lead {item.get('lead_id')!r} is not carried by packet "
+                          f"{self.packet_id}; its leads are: {known}")
+                continue
+            if lead.path != cell.path:
+                out.error(f"{vloc}/lead_id", f"lead {lead.lead_id} is in {lead.path}; judge it in the result of a "
+                          f"task on that file, not {cell.path}")
+                continue
+            verdict = item.get("verdict")
+            if verdict not in VERDICTS:
+                out.error(f"{vloc}/verdict", f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
+                continue
+            why = _text(out, item, "reason", vloc, required=True)
+            if why is not None:
+                clean.append({"lead_id": lead.lead_id, "verdict": verdict, "reason": why})
+        return clean
+
+    def _check_leads_answered(self, out: Outcome, results: Sequence[Any]) -> None:
+        judged = set()
+        for item in results:
+            answers = item.get("leads") if isinstance(item, dict) else None
+            if isinstance(answers, list):
+                judged |= {v.get("lead_id") for v in answers if isinstance(v, dict)}
+        reviewed_files = {self.cells[item["task_id"]].path for item in results if isinstance(item, dict)
+                          and item.get("task_id") in self.cells and item.get("status") == "reviewed"}
+        for lead in self.leads.values():
+            if lead.lead_id in judged or lead.path not in reviewed_files:
+                continue
+            out.error(
+                "/results",
+                f"lead {lead.lead_id} ({lead.tool} {lead.rule_id} at {lead.path}:{lead.start_line}) has no verdict; "
+                f"add {{\"lead_id\": \"{lead.lead_id}\", \"verdict\": \"confirmed\" or \"refuted\", "
+                f"\"reason\": \"...\"}} to 'leads' in the result of a task on {lead.path}",
+            )
+
+    def _related(self, out: Outcome, raw: Any, loc: str) -> list[dict[str, Any]]:
+        if raw is None:
+            return []
+        if not isinstance(raw, list):
+            out.error(f"{loc}/related_locations", "'related_locations' must be an array of {file, start_line, "
+                      "end_line, role}")
+            return []
+        if len(raw) > MAX_RELATED:
+            out.error(f"{loc}/related_locations", f"at most {MAX_RELATED} related locations")
+            return []
+        clean = []
+        for rloc, item in _objects(out, raw, f"{loc}/related_locations", "each related location must be an object"):
+            place = self._location(out, item, rloc, allowed=None)
+            role = _text(out, item, "role", rloc, required=False) or "related"
+            if place is not None:
+                clean.append({"file": place[0], "start_line": place[1], "end_line": place[2], "role": role[:60]})
+        return clean

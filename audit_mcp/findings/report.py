@@ -1,0 +1,203 @@
+"""The audit report: Markdown for people, JSON for tools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from audit_mcp.engine.coverage import CellState
+from audit_mcp.findings.comparison import NEW, PERSISTING, Comparison
+from audit_mcp.findings.synthesis import SEVERITY_RANK, Finding, Synthesis
+from audit_mcp.store.tx import Cell, FileRow
+
+REPORT_SCHEMA_VERSION = "audit-mcp.report/1"
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    repo_name: str
+    root: str
+    audit_id: int
+    created_at: str
+    generated_at: str
+    git_head: str | None
+    git_dirty: bool
+    manifest_digest: str
+    completeness: str
+    lenses: Sequence[str]
+    coverage_by_lens: Mapping[str, Mapping[str, int]]
+    totals: Mapping[str, int]
+    gap_cells: Sequence[Cell]
+    skipped_files: Sequence[FileRow]
+    changed_since_snapshot: Sequence[str]
+    runs: int
+    synthesis: Synthesis
+    comparison: Comparison | None = None
+    leads: Sequence[Mapping[str, Any]] = ()
+
+
+def _fence(text: str) -> str:
+    fence = "~~~~" if "```" in text else "```"
+    return f"{fence}\n{text}\n{fence}"
+
+
+def render_markdown(r: ReportInput) -> str:
+    s = r.synthesis
+    counts = s.by_severity()
+    confirmed = confirmed_leads(r.leads)
+    out = [f"# Audit report: {r.repo_name}", ""]
+    out.append(
+        f"**Completeness: {r.completeness}**. {r.totals.get('total', 0)} cells (file or chunk × lens), "
+        f"{r.totals.get('reviewed', 0)} reviewed, {r.totals.get('not_applicable', 0)} not applicable, "
+        f"{r.totals.get('failed', 0)} failed, {r.totals.get('skipped', 0)} skipped; {r.runs} review run(s)."
+    )
+    head = r.git_head[:12] if r.git_head else "no git HEAD"
+    out.append(
+        f"Snapshot: {head}{' (working tree dirty)' if r.git_dirty else ''}, manifest "
+        f"{r.manifest_digest[:12]}, audit {r.audit_id} started {r.created_at}, report {r.generated_at}."
+    )
+    if r.changed_since_snapshot:
+        shown = ", ".join(f"`{p}`" for p in r.changed_since_snapshot[:20])
+        more = len(r.changed_since_snapshot) - 20
+        out.append(
+            f"\n> **Warning:** {len(r.changed_since_snapshot)} file(s) changed after the audit read them: {shown}"
+            f"{f' and {more} more' if more > 0 else ''}. Findings there may point at moved lines."
+        )
+    out += ["", "Findings: " + ", ".join(f"{n} {sev}" for sev, n in counts.items()) + ".", ""]
+    if r.comparison is not None:
+        c = r.comparison.counts()
+        out += [f"Compared with audit {r.comparison.baseline_audit_id}: {c['new']} new, {c['persisting']} "
+                f"persisting, {c['resolved']} resolved, {c['not_rechecked']} not rechecked (see "
+                "\"Changes since the previous audit\").", ""]
+
+    out += ["## Work blocks", ""]
+    if s.blocks:
+        out += ["Units of change in the suggested order, most severe first; each names the findings it settles.", ""]
+    if not s.blocks:
+        out.append("No findings, so nothing to fix.")
+    for b in s.blocks:
+        out.append(f"### {b.block_id}. [{b.severity.upper()}] {b.title}")
+        out.append(f"Effort: {b.effort}. Files: {', '.join(f'`{f}`' for f in b.files)}.")
+        by_id = {f.finding_id: f for f in s.findings}
+        for fid in b.finding_ids:
+            f = by_id[fid]
+            out.append(f"- {fid} `{f.file}:{f.start_line}` {f.title}")
+        out.append("")
+
+    out += ["## Findings", ""]
+    if not s.findings:
+        out.append("No findings were reported.")
+    for f in s.findings:
+        lines = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
+        out.append(f"### {f.finding_id} [{f.severity}] {f.title}")
+        meta = (f"`{f.file}:{lines}`" + (f" in `{f.symbol}`" if f.symbol else "")
+                + f" · lens: {', '.join(f.lenses)} · confidence: {f.confidence} · category: {f.category}"
+                + f" · fingerprint: `{f.fingerprint}`"
+                + (f" · {r.comparison.states[f.fingerprint]}" if r.comparison is not None else ""))
+        out += [meta, "", f.description, "", _fence(f.evidence), "", f"**Recommendation:** {f.recommendation}"]
+        if f.finding_id in confirmed:
+            out.append(f"Confirms analyzer lead(s): {', '.join(confirmed[f.finding_id])}.")
+        if len(f.severity_reasons) > 1:
+            out.append(f"Reported {len(f.severity_reasons)} times; the severity is the highest of: "
+                       f"{'; '.join(f.severity_reasons)}.")
+        if len(f.locations) > 1:
+            out.append("Also reported at lines " + ", ".join(f"{a}-{b}" for a, b in f.locations[1:]) + ".")
+        for rel in f.related_locations:
+            out.append(f"- related ({rel['role']}): `{rel['file']}:{rel['start_line']}-{rel['end_line']}`")
+        out.append("")
+
+    if r.comparison is not None:
+        out += _comparison_section(r.comparison)
+    if r.leads:
+        out += _leads_section(r.leads)
+    out += ["## Coverage", "", "| lens | " + " | ".join(s.value for s in CellState) + " |",
+            "|---|" + "---|" * len(CellState)]
+    for lens in r.lenses:
+        row = r.coverage_by_lens.get(lens, {})
+        out.append(f"| {lens} | " + " | ".join(str(row.get(s.value, 0)) for s in CellState) + " |")
+    out += ["", "### Gaps", ""]
+    if not r.gap_cells and not r.skipped_files:
+        out.append("None: every file in scope was reviewed under every lens.")
+    for c in r.gap_cells:
+        out.append(
+            f"- {c.state}: `{c.path}` lines {c.start_line}-{c.end_line}, lens {c.lens}"
+            f"{f': {c.reason}' if c.reason else ''}"
+        )
+    for fr in r.skipped_files:
+        out.append(f"- skipped file: `{fr.path}`: {fr.skip_reason}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _comparison_section(c: Comparison) -> list[str]:
+    out = ["## Changes since the previous audit", "",
+           f"Matched by fingerprint against audit {c.baseline_audit_id}."]
+    for label, state in (("New", NEW), ("Persisting", PERSISTING)):
+        ids = [fp for fp, st in c.states.items() if st == state]
+        out.append(f"- {label}: {len(ids)}.")
+    out.append(f"- Resolved (reviewed again, no longer reported): {len(c.resolved)}.")
+    for f in c.resolved:
+        out.append(f"  - [{f.severity}] {f.title} (`{f.file}:{f.start_line}`, fingerprint `{f.fingerprint}`)")
+    out.append(f"- Not rechecked (their file and lens were not reviewed this time): {len(c.not_rechecked)}.")
+    for f in c.not_rechecked:
+        out.append(f"  - [{f.severity}] {f.title} (`{f.file}:{f.start_line}`, fingerprint `{f.fingerprint}`)")
+    return [*out, ""]
+
+
+def _leads_section(leads: Sequence[Mapping[str, Any]]) -> list[str]:
+    statuses = [x["status"] for x in leads]
+    tools = sorted({x["tool"] for x in leads})
+    out = ["## Analyzer leads", "",
+           f"{len(leads)} alert(s) from {', '.join(tools)}, each checked by a reviewer: "
+           + ", ".join(f"{statuses.count(s)} {s}" for s in ("confirmed", "refuted", "disputed", "unchecked"))
+           + ".", "", "| lead | rule | where | status | findings | reviewer's reason |", "|---|---|---|---|---|---|"]
+    for x in leads:
+        reasons = "; ".join(f"{v['verdict']}: {v['reason']}" for v in x["verdicts"]) or "not reviewed"
+        out.append(f"| {x['lead_id']} | {x['tool']} {x['rule_id']} | `{x['file']}:{x['start_line']}` | "
+                   f"{x['status']} | {', '.join(x['findings']) or '-'} | {reasons.replace('|', '/')} |")
+    return [*out, ""]
+
+
+def confirmed_leads(leads: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Finding id -> the confirmed leads at its lines, as "L002 Bandit B608"."""
+    out: dict[str, list[str]] = {}
+    for lead in leads:
+        if lead["status"] == "confirmed":
+            for fid in lead["findings"]:
+                out.setdefault(fid, []).append(f"{lead['lead_id']} {lead['tool']} {lead['rule_id']}")
+    return out
+
+
+def _finding_json(f: Finding, comparison: Comparison | None, confirmed: Mapping[str, list[str]]) -> dict[str, Any]:
+    doc = f.as_json()
+    doc["baseline_state"] = comparison.states[f.fingerprint] if comparison is not None else None
+    doc["confirms_leads"] = [x.split(" ", 1)[0] for x in confirmed.get(f.finding_id, [])]
+    return doc
+
+
+def render_json(r: ReportInput) -> dict[str, Any]:
+    s = r.synthesis
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "repo": {"name": r.repo_name, "root": r.root},
+        "audit": {"audit_id": r.audit_id, "created_at": r.created_at, "generated_at": r.generated_at,
+                  "runs": r.runs},
+        "snapshot": {"git_head": r.git_head, "git_dirty": r.git_dirty, "manifest_digest": r.manifest_digest,
+                     "changed_since_snapshot": list(r.changed_since_snapshot)},
+        "completeness": r.completeness,
+        "summary": {"findings_by_severity": s.by_severity(), "work_blocks": len(s.blocks)},
+        "work_blocks": [b.as_json() for b in s.blocks],
+        "findings": [_finding_json(f, r.comparison, confirmed_leads(r.leads))
+                     for f in sorted(s.findings, key=lambda f: SEVERITY_RANK[f.severity])],
+        "comparison": r.comparison.as_json() if r.comparison is not None else None,
+        "leads": [dict(x) for x in r.leads],
+        "coverage": {"totals": dict(r.totals), "by_lens": {k: dict(v) for k, v in r.coverage_by_lens.items()}},
+        "gaps": {
+            "cells": [
+                {"task_id": c.task_id, "file": c.path, "start_line": c.start_line, "end_line": c.end_line,
+                 "lens": c.lens, "state": c.state, "reason": c.reason}
+                for c in r.gap_cells
+            ],
+            "skipped_files": [{"file": f.path, "reason": f.skip_reason} for f in r.skipped_files],
+        },
+    }

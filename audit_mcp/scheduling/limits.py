@@ -1,0 +1,106 @@
+"""Model limits with their source and confidence, and the wave shape they allow.
+
+Confidence: built-in defaults and the known-model table are ``low``; the
+session config and environment overrides are ``medium``; values read from a
+provider's real rate-limit headers are ``high``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from audit_mcp.core.config import ModelConfig
+
+# Context window and output tokens by model-name prefix (longest prefix wins).
+_KNOWN_MODELS: dict[str, tuple[int, int]] = {
+    "claude-opus-4-6": (1_000_000, 128_000),
+    "claude-sonnet-4-6": (1_000_000, 128_000),
+    "claude-opus-4-7": (1_000_000, 128_000),
+    "claude-sonnet-4-7": (1_000_000, 128_000),
+    "claude-opus-5": (1_000_000, 128_000),
+    "claude-sonnet-5": (1_000_000, 128_000),
+    "claude-haiku-4-5": (200_000, 64_000),
+    "claude": (200_000, 64_000),
+    "gpt-5.5": (1_050_000, 128_000),
+    "gpt-5": (400_000, 128_000),
+    "gpt-4.1": (1_000_000, 32_000),
+    "o3": (200_000, 100_000),
+    "o4": (200_000, 100_000),
+    "gemini-2.5": (1_000_000, 64_000),
+}
+_DEFAULTS = {"context_tokens": 128_000, "output_tokens": 16_000, "requests_per_minute": 50,
+             "input_tokens_per_minute": 30_000, "output_tokens_per_minute": 8_000}
+_ENV = {
+    "context_tokens": "AUDIT_MCP_CONTEXT_TOKENS",
+    "output_tokens": "AUDIT_MCP_OUTPUT_TOKENS",
+    "requests_per_minute": "AUDIT_MCP_RPM",
+    "input_tokens_per_minute": "AUDIT_MCP_ITPM",
+    "output_tokens_per_minute": "AUDIT_MCP_OTPM",
+}
+OUTPUT_RESERVE_TOKENS = 16_000
+# Claude Code drops tool calls past about 20 in one message, so no wave is wider.
+MAX_WAVE_WIDTH = 16
+
+
+@dataclass(frozen=True)
+class Limit:
+    value: int
+    source: str
+    confidence: str
+
+
+@dataclass(frozen=True)
+class ResolvedLimits:
+    provider: str
+    model: str
+    limits: dict[str, Limit]
+
+    def value(self, name: str) -> int:
+        return self.limits[name].value
+
+    @property
+    def packet_budget(self) -> int:
+        """Tokens a packet may take: the context minus what the reviewer's work and answer need."""
+        context = self.value("context_tokens")
+        return max(8_000, context - max(OUTPUT_RESERVE_TOKENS, context // 4))
+
+
+def provider_for(model: str) -> str:
+    name = model.lower()
+    if name.startswith("claude"):
+        return "anthropic"
+    if name.startswith(("gpt", "o1", "o3", "o4", "codex")):
+        return "openai"
+    if name.startswith("gemini"):
+        return "google"
+    return "unknown"
+
+
+def resolve_limits(model: str | None, provider: str | None, config: ModelConfig) -> ResolvedLimits:
+    name = (model or "unknown").strip() or "unknown"
+    limits = {key: Limit(value, "built-in default", "low") for key, value in _DEFAULTS.items()}
+    prefix = max((p for p in _KNOWN_MODELS if name.lower().startswith(p)), key=len, default=None)
+    if prefix is not None:
+        context, output = _KNOWN_MODELS[prefix]
+        limits["context_tokens"] = Limit(context, f"known-model table ({prefix})", "low")
+        limits["output_tokens"] = Limit(output, f"known-model table ({prefix})", "low")
+    for key in _DEFAULTS:
+        configured = getattr(config, key)
+        if configured is not None:
+            limits[key] = Limit(int(configured), "session config [model]", "medium")
+        env_value = os.environ.get(_ENV[key], "").strip()
+        if env_value.isdigit():
+            limits[key] = Limit(int(env_value), f"environment {_ENV[key]}", "medium")
+    return ResolvedLimits(provider or provider_for(name), name, limits)
+
+
+def balanced_waves(n_packets: int, cap: int) -> list[int]:
+    """Wave sizes for ``n_packets`` at most ``cap`` wide, as even as possible (25, 16 → 13 + 12)."""
+    if n_packets <= 0:
+        return []
+    cap = max(1, min(cap, MAX_WAVE_WIDTH))
+    waves = math.ceil(n_packets / cap)
+    base, extra = divmod(n_packets, waves)
+    return [base + 1 if i < extra else base for i in range(waves)]

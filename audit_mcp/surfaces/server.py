@@ -1,0 +1,315 @@
+"""The MCP surface: tools, resources and a prompt over ``AuditService``.
+
+Errors the caller must act on become ``ToolError`` here, at the edge.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.types import ToolAnnotations
+
+from audit_mcp.core.errors import AuditError, NotFoundError
+from audit_mcp.core.models import MergeSummary, QuotaStatus, Receipt, StatusView, Step
+from audit_mcp.core.progress import Progress
+from audit_mcp.core.version import __version__
+from audit_mcp.engine.templates import render
+from audit_mcp.usecases.service import AuditService, Clock
+
+T = TypeVar("T")
+
+INSTRUCTIONS = (
+    "audit-mcp runs a complete, systematic code audit of a repository. Call next_step, do exactly what the "
+    "returned step says (its prompt is the resource audit://step/current/prompt), and call next_step again "
+    "until the step kind is present_report or blocked."
+)
+
+
+class Registry:
+    """The services of the roots this server has seen; the default root comes first."""
+
+    def __init__(self, root: Path | None, artifacts_dir: Path | None, config_path: Path | None,
+                 clock: Clock | None) -> None:
+        self._default_root = root
+        self._artifacts_dir = artifacts_dir
+        self._config_path = config_path
+        self._clock = clock
+        self._services: dict[Path, AuditService] = {}
+        self._lock = threading.Lock()
+        self.current: AuditService | None = None
+
+    def get(self, root: str | None) -> AuditService:
+        path = Path(root).expanduser() if root else (self._default_root or Path.cwd())
+        key = path.resolve()
+        with self._lock:
+            if key not in self._services:
+                # An explicit artifacts directory belongs to the default root; other roots use their own.
+                default = (self._default_root or Path.cwd()).resolve()
+                artifacts = self._artifacts_dir if key == default else None
+                self._services[key] = AuditService(key, artifacts, config_path=self._config_path,
+                                                   clock=self._clock)
+            return self._services[key]
+
+    def for_run(self, run_id: str) -> AuditService:
+        candidates = [self.current] if self.current else []
+        with self._lock:
+            candidates += list(self._services.values())
+        if not candidates:
+            candidates = [self.get(None)]
+        for service in candidates:
+            if service is None:
+                continue
+            with service.store.read() as tx:
+                if tx.run(run_id, plan=False) is not None:
+                    return service
+        return candidates[0] or self.get(None)
+
+
+def _call(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except AuditError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def _reporter(ctx: Context) -> Progress:
+    """Progress from the engine's worker thread: a progress notification and an info log message per call."""
+
+    async def send(done: float, total: float | None, message: str) -> None:
+        try:
+            await ctx.report_progress(done, total, message)
+            # Logging is deprecated from protocol 2026-07-28 on, where the session sends only what a request
+            # opted into; older sessions still show these messages in the host's log.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await ctx.request_context.session.send_log_message(
+                    level="info", data=message, logger="audit-mcp", related_request_id=ctx.request_id)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return  # the client went away; progress is best effort, the work goes on
+
+    def report(done: float, total: float | None, message: str) -> None:
+        anyio.from_thread.run(send, done, total, message)
+
+    return report
+
+
+def _client_name(ctx: Context | None) -> str | None:
+    if ctx is None:
+        return None
+    try:
+        params = ctx.session.client_params
+    except (AttributeError, LookupError, ValueError):
+        return None
+    info = getattr(params, "client_info", None) if params is not None else None
+    return getattr(info, "name", None)
+
+
+def _found(read: Callable[[], str]) -> str:
+    """A resource's content, or resource-not-found (not an internal error) before an audit exists."""
+    try:
+        return read()
+    except NotFoundError as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
+
+
+def build_server(
+    root: Path | None = None,
+    artifacts_dir: Path | None = None,
+    *,
+    config_path: Path | None = None,
+    clock: Clock | None = None,
+    **settings: Any,
+) -> MCPServer:
+    registry = Registry(root, artifacts_dir, config_path, clock)
+    server = MCPServer("audit-mcp", version=__version__, instructions=INSTRUCTIONS, **settings)
+
+    @server.tool(
+        title="Next audit step",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False),
+    )
+    async def next_step(
+        ctx: Context,
+        root: str | None = None,
+        host_can_dispatch_subagents: bool | None = None,
+        host_can_restrict_subagent_tools: bool | None = None,
+        host_can_select_subagent_model: bool | None = None,
+        host_max_active_subagents: int | None = None,
+        host_model: str | None = None,
+        new_audit: bool = False,
+        retry_blocked: bool = False,
+        since: str | None = None,
+    ) -> Step:
+        """Advance the audit of a repository and return the one step the host must do next.
+
+        The server runs every deterministic obligation it can (intake, planning, merging, the report)
+        and returns a step: capability_check, dispatch_review, single_task_fallback, present_report or
+        blocked. Read the step's prompt (resource audit://step/current/prompt) and do exactly that.
+        Host capability arguments are answers to a capability_check and are remembered for the audit.
+        `new_audit` starts a fresh audit after a finished one; `retry_blocked` clears a blocker once
+        its cause is fixed. `since` (a git ref) limits an audit that starts now to the files changed since it.
+        """
+        service = _call(lambda: registry.get(root))
+        registry.current = service
+        caps = {
+            "can_dispatch_subagents": host_can_dispatch_subagents,
+            "can_restrict_subagent_tools": host_can_restrict_subagent_tools,
+            "can_select_subagent_model": host_can_select_subagent_model,
+            "max_active_subagents": host_max_active_subagents,
+            "model": host_model,
+        }
+        if host_max_active_subagents is not None and not 1 <= host_max_active_subagents <= 64:
+            raise ToolError("host_max_active_subagents must be between 1 and 64")
+        progress = _reporter(ctx)
+        client = _client_name(ctx)
+        return await anyio.to_thread.run_sync(lambda: _call(lambda: service.next_step(
+            caps, client_name=client, new_audit=new_audit, retry_blocked=retry_blocked, progress=progress,
+            since=since)))
+
+    @server.tool(
+        title="Submit a review packet",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    def submit_packet(
+        run_id: str,
+        packet_id: str,
+        results: list[dict[str, Any]] | str,
+        usage: dict[str, float] | None = None,
+    ) -> Receipt:
+        """Hand in one packet's review results: one object per task of the packet.
+
+        Each result: {task_id, status: reviewed|not_applicable|could_not_review, summary, reason?,
+        findings: [{title, severity: critical|high|medium|low|info, confidence: high|medium|low, category,
+        file, start_line, end_line, evidence (verbatim lines from the file), description, recommendation,
+        symbol?, related_locations?}]}. The receipt says accepted or lists every error with its location
+        and how to fix it; nothing is recorded until a submission is accepted. Submitting the same
+        results twice changes nothing; a corrected resubmission replaces an earlier one. Optional `usage`:
+        {input_tokens, output_tokens, api_calls, seconds, rate_limited_calls} as far as known; the scheduler
+        sizes later waves from it.
+        """
+        return _call(lambda: registry.for_run(run_id).submit_packet(run_id, packet_id, results, usage))
+
+    @server.tool(
+        title="Merge a review run",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    async def merge_and_ingest(ctx: Context, run_id: str, failures: list[dict[str, str]] | None = None
+                               ) -> MergeSummary:
+        """Fold a run's accepted submissions into the coverage matrix, once every wave has finished.
+
+        `failures` lists the packets whose subagent failed: [{"packet_id": ..., "error": "<the error text
+        you saw>"}]. A packet neither submitted nor listed counts as failed. Failed work is re-issued up
+        to the retry budget; rate-limit errors set a cooldown. Call next_step afterwards.
+        """
+        progress = _reporter(ctx)
+        return await anyio.to_thread.run_sync(lambda: _call(
+            lambda: registry.for_run(run_id).merge_and_ingest(run_id, failures or [], progress=progress)))
+
+    @server.tool(
+        title="Quota and wave schedule",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    )
+    def quota_status(root: str | None = None, host_model: str | None = None,
+                     provider: str | None = None) -> QuotaStatus:
+        """The model's resolved limits (each with source and confidence), what was learned from rate-limit
+        errors (max_safe_concurrency, cooldown, last 429), the wave schedule the server would give now, a
+        forecast of the work still open, and where the learned state lives."""
+        return _call(lambda: registry.get(root).quota(host_model, provider))
+
+    @server.tool(
+        title="Audit status",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    )
+    def audit_status(root: str | None = None) -> StatusView:
+        """Coverage by lens and state, runs so far, findings by severity, the blocker if any, recent events."""
+        return _call(lambda: registry.get(root).status())
+
+    def current() -> AuditService:
+        return registry.current or registry.get(None)
+
+    def read_text(path: Path, what: str) -> str:
+        if not path.is_file():
+            raise ResourceNotFoundError(f"{what} does not exist yet; call the next_step tool first")
+        return path.read_text(encoding="utf-8")
+
+    @server.resource("audit://step/current", mime_type="application/json", title="Current step")
+    def step_current() -> str:
+        """The current step as JSON (also steps/current-step.json in the artifacts directory)."""
+        return read_text(current().step_json_path, "the current step")
+
+    @server.resource("audit://step/current/prompt", mime_type="text/markdown", title="Current step prompt")
+    def step_prompt() -> str:
+        """What the host must do now, as Markdown."""
+        return read_text(current().step_prompt_path, "the current step prompt")
+
+    @server.resource("audit://runs/{run_id}/dispatch-plan", mime_type="application/json", title="Dispatch plan")
+    def dispatch_plan(run_id: str) -> str:
+        """A run's dispatch plan: wave size, cooldown, packets with prompts and tasks."""
+        return read_text(registry.for_run(run_id).plan_path(run_id), f"the dispatch plan of run {run_id}")
+
+    @server.resource("audit://runs/{run_id}/packets/{packet_id}/prompt", mime_type="text/markdown",
+                     title="Packet prompt")
+    def packet_prompt(run_id: str, packet_id: str) -> str:
+        """The prompt a review subagent follows for one packet."""
+        return read_text(registry.for_run(run_id).packet_prompt_path(run_id, packet_id),
+                         f"packet {packet_id} of run {run_id}")
+
+    @server.resource("audit://report", mime_type="text/markdown", title="Audit report")
+    def report() -> str:
+        """The audit report (provisional until the audit is complete)."""
+        return _found(lambda: current().report("md"))
+
+    @server.resource("audit://report/json", mime_type="application/json", title="Audit report (JSON)")
+    def report_json() -> str:
+        """The audit report as JSON (its fields are listed in the README)."""
+        return _found(lambda: current().report("json"))
+
+    @server.resource("audit://report/sarif", mime_type="application/sarif+json", title="Audit report (SARIF)")
+    def report_sarif() -> str:
+        """The audit report as SARIF 2.1.0, for code-scanning tools."""
+        return _found(lambda: current().report("sarif"))
+
+    @server.resource("audit://coverage", mime_type="application/json", title="Coverage summary")
+    def coverage() -> str:
+        """Coverage totals by state and lens, and the audit's completeness."""
+        return _found(lambda: json.dumps(current().coverage(), indent=2))
+
+    @server.resource("audit://status", mime_type="application/json", title="Audit status")
+    def status() -> str:
+        """Coverage by lens and state, runs and waves, findings by severity, gaps, and what remains."""
+        return current().status().model_dump_json(indent=2)
+
+    @server.prompt(title="Start an audit")
+    def start_audit(root: str = "") -> str:
+        """Audit a repository from start to report with the next_step loop."""
+        target = root or str(registry.get(None).root)
+        return render("mcp/start_audit.md", root=target,
+                      root_argument=f" with `root` = `{root}`" if root else "")
+
+    @server.prompt(title="Resume an audit")
+    def resume_audit(root: str = "") -> str:
+        """Continue an interrupted audit: only the work still missing, then the report."""
+        target = root or str(registry.get(None).root)
+        return render("mcp/resume_audit.md", root=target,
+                      root_argument=f" with `root` = `{root}`" if root else "")
+
+    @server.prompt(title="Show the audit report")
+    def show_report(root: str = "") -> str:
+        """Present the audit report: work blocks, findings, coverage and gaps."""
+        target = root or str(registry.get(None).root)
+        note = (f" (the server reports on its current repository; call `audit_status` with `root` = `{root}` "
+                "if it names another)") if root else ""
+        return render("mcp/show_report.md", root=target, root_note=note)
+
+    return server
