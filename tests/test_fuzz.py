@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit_mcp.core.errors import AuditError
-from audit_mcp.store.tx import DB_FILENAME
+from audit_mcp.store.sqlite import DB_FILENAME
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 

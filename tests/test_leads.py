@@ -12,7 +12,8 @@ import pytest
 
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.findings.analyzers import run_analyzers
-from audit_mcp.findings.leads import Lead, Verdict, import_leads, lead_report, parse_sarif
+from audit_mcp.findings.leads import import_leads, lead_report, parse_sarif
+from audit_mcp.store.records import Lead, Verdict
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import FIXTURES, ScriptedReviewer
 from tests.driving import carried, cli, judging

@@ -9,7 +9,7 @@ from audit_mcp.core.config import SessionConfig
 from audit_mcp.engine.coverage import build_cells, chunk_ranges
 from audit_mcp.engine.packets import pack
 from audit_mcp.scheduling.limits import balanced_waves
-from audit_mcp.store.tx import FileRow
+from audit_mcp.store.records import FileRow
 from audit_mcp.usecases.service import AuditService
 
 

@@ -13,8 +13,8 @@ import pytest
 from mcp import Client
 from mcp.types import LoggingMessageNotificationParams
 
-from audit_mcp.core.progress import TerminalProgress
 from audit_mcp.surfaces.server import build_server
+from audit_mcp.surfaces.terminal import TerminalProgress
 from tests.conftest import ScriptedReviewer
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from itertools import groupby
 
 from audit_mcp.engine.packets import TOKENS_PER_TASK, unit_tokens
-from audit_mcp.store.tx import Cell, FileRow
+from audit_mcp.store.records import Cell, FileRow
 
 MARGIN = 1.5  # packets rarely fill their budget exactly, and neighbours travel together
 

@@ -3,24 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from enum import StrEnum
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.engine.lenses import LensSelector
-from audit_mcp.store.tx import Cell, FileRow, Matrix
-
-
-class CellState(StrEnum):
-    PENDING = "pending"
-    ASSIGNED = "assigned"
-    REVIEWED = "reviewed"
-    NOT_APPLICABLE = "not_applicable"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-
-
-OPEN_STATES = (CellState.PENDING, CellState.ASSIGNED)
-DONE_STATES = (CellState.REVIEWED, CellState.NOT_APPLICABLE)
+from audit_mcp.store.records import OPEN_STATES, Cell, CellState, FileRow, Matrix
 
 
 def chunk_ranges(line_count: int, threshold: int, chunk_lines: int) -> list[tuple[int, int]]:

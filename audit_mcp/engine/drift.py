@@ -15,9 +15,10 @@ from pathlib import Path
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.models import RequeuedTask
-from audit_mcp.engine.coverage import CellState, build_cells, chunk_ranges
+from audit_mcp.engine.coverage import build_cells, chunk_ranges
 from audit_mcp.engine.intake import rescan
-from audit_mcp.store.tx import Cell, FileRow, Tx
+from audit_mcp.store.records import Cell, CellState, FileRow
+from audit_mcp.store.tx import Tx
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from audit_mcp.core.errors import ConfigError
-from audit_mcp.engine.coverage import DONE_STATES
+from audit_mcp.store.records import DONE_STATES
 from audit_mcp.store.tx import Tx
 
 _FINDING_META = ("finding_id", "run_id", "packet_id", "task_id", "lens")

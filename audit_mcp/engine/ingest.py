@@ -6,10 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from audit_mcp.core.models import RequeuedTask
-from audit_mcp.engine.coverage import CellState
-from audit_mcp.findings.leads import Verdict
-from audit_mcp.scheduling.failures import NOT_SUBMITTED, classify
-from audit_mcp.store.tx import Cell, PacketRow, RunRow, Tx
+from audit_mcp.store.records import Cell, CellState, PacketRow, RunRow, Verdict
+from audit_mcp.store.tx import Tx
 
 
 @dataclass
@@ -26,11 +24,14 @@ def ingest_run(
     audit_id: int,
     run: RunRow,
     packets: Sequence[PacketRow],
-    reported: Mapping[str, str],
+    failed: Mapping[str, tuple[str, str]],
     max_attempts: int,
     now: str,
 ) -> IngestOutcome:
-    """Accepted submissions mark their cells; everything else is requeued, or failed past the retry budget."""
+    """Accepted submissions mark their cells; everything else is requeued, or failed past the retry budget.
+
+    ``failed`` gives, for every packet of the run without a submission, its failure kind and the error text.
+    """
     out = IngestOutcome()
     signatures: set[str] = set()
     for packet in packets:
@@ -56,17 +57,16 @@ def ingest_run(
                                                         packet.packet_id, cell.task_id))
             continue
         out.failed += 1
-        text = reported.get(packet.packet_id, NOT_SUBMITTED)
-        failure = classify(text)
-        out.kinds[failure.kind] = out.kinds.get(failure.kind, 0) + 1
-        signatures.add(f"{failure.kind}: {text[:300]}")
-        tx.insert_failure(audit_id, run.run_id, packet.packet_id, failure.kind, text, now)
+        kind, text = failed[packet.packet_id]
+        out.kinds[kind] = out.kinds.get(kind, 0) + 1
+        signatures.add(f"{kind}: {text[:300]}")
+        tx.insert_failure(audit_id, run.run_id, packet.packet_id, kind, text, now)
         tx.set_packet_state(packet.packet_id, "failed")
-        if failure.kind == "auth_or_config":
+        if kind == "auth_or_config":
             tx.set_blocker(audit_id, f"a subagent failed with an authentication or configuration error, which a "
                            f"retry cannot fix: {text[:500]}. Fix it, then call next_step with retry_blocked=true.")
         for cell in cells.values():
-            out.requeued.append(_requeue(tx, audit_id, cell, max_attempts, f"{failure.kind}: {text[:200]}", now))
+            out.requeued.append(_requeue(tx, audit_id, cell, max_attempts, f"{kind}: {text[:200]}", now))
     if packets and out.failed == len(packets) and len(signatures) == 1:
         _stop_on_repeat(tx, audit_id, run, signatures.pop())
     return out

@@ -19,7 +19,7 @@ from audit_mcp.core.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.engine.incremental import changed_since
 from audit_mcp.engine.languages import DOC_LANGUAGES, detect_language, import_edges
-from audit_mcp.store.tx import FileRow
+from audit_mcp.store.records import FileRow
 
 _VENDOR_DIRS = frozenset({"vendor", "vendors", "node_modules", "third_party", "thirdparty", "bower_components",
                           "site-packages", ".yarn", "external"})

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from audit_mcp.engine.languages import chars_per_token
 from audit_mcp.engine.lenses import RISK_LENSES
-from audit_mcp.store.tx import Cell, FileRow
+from audit_mcp.store.records import Cell, FileRow
 
 TOKENS_PER_TASK = 700  # the reviewer's notes and answer for one (unit, lens) task
 MAX_FILES_PER_PACKET = 24

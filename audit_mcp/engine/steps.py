@@ -9,7 +9,6 @@ from typing import Any
 
 from audit_mcp.core.models import HostCapabilities, Step
 from audit_mcp.engine.templates import render
-from audit_mcp.scheduling.limits import balanced_waves
 
 TIER_MODELS = {
     "small": "your fastest, cheapest model (e.g. a Haiku-class model)",
@@ -33,6 +32,7 @@ class StepContext:
     plan_path: Path | None = None
     outstanding: list[dict[str, Any]] = field(default_factory=list)
     submitted: list[str] = field(default_factory=list)
+    waves: list[int] = field(default_factory=list)  # the outstanding packets' waves, as the scheduler cut them
     report_path: Path | None = None
 
 
@@ -81,8 +81,7 @@ def _waves_table(ctx: StepContext, waves: list[int], offsets: dict[str, float]) 
 
 def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     assert ctx.plan is not None and ctx.run_id is not None and ctx.plan_path is not None
-    # The scheduler's width, never the host's bare cap: the limits or a learned cap may be tighter.
-    waves = balanced_waves(len(ctx.outstanding), ctx.plan.get("wave_size") or ctx.caps.max_active_subagents)
+    waves = ctx.waves
     planned = ctx.plan.get("schedule") or {}
     forecast = planned.get("forecast")
     schedule_note = (

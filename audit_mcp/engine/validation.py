@@ -14,8 +14,7 @@ from typing import Any
 
 from audit_mcp.core.errors import PathError
 from audit_mcp.core.fs import normalize_relpath
-from audit_mcp.findings.leads import VERDICTS, Lead
-from audit_mcp.store.tx import Cell
+from audit_mcp.store.records import VERDICTS, Cell, Lead
 
 SEVERITIES = ("critical", "high", "medium", "low", "info")
 CONFIDENCES = ("high", "medium", "low")

@@ -6,10 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from audit_mcp.engine.coverage import CellState
 from audit_mcp.findings.comparison import NEW, PERSISTING, Comparison
 from audit_mcp.findings.synthesis import SEVERITY_RANK, Finding, Synthesis
-from audit_mcp.store.tx import Cell, FileRow
+from audit_mcp.store.records import Cell, CellState, FileRow
 
 REPORT_SCHEMA_VERSION = "audit-mcp.report/1"
 

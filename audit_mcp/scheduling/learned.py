@@ -2,23 +2,22 @@
 
 The file lives under the user's state directory (``$XDG_STATE_HOME/audit-mcp``
 or ``~/.local/state/audit-mcp``); ``AUDIT_MCP_STATE_DIR`` overrides the
-directory. Every update is a read-modify-write inside one ``BEGIN IMMEDIATE``
-transaction, so concurrent processes serialise and lose nothing.
+directory. Every update is a read-modify-write inside one transaction
+(``store.keyed``), so concurrent processes serialise and lose nothing.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from audit_mcp.scheduling.scheduler import Learned
+from audit_mcp.store.keyed import KeyedDocuments
 
 STATE_FILENAME = "learned.sqlite3"
 _DATES = {f.name for f in fields(Learned) if "datetime" in str(f.type)}
@@ -56,42 +55,18 @@ def _decode(text: str) -> Learned:
 
 
 class LearnedStore:
-    """One SQLite file of learned state, keyed by provider+model."""
+    """The learned state of every provider+model, one document each in a small SQLite file."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or learned_state_path()
-
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-        try:
-            conn.execute("PRAGMA busy_timeout = 60000")
-            conn.execute("CREATE TABLE IF NOT EXISTS learned (key TEXT PRIMARY KEY, state TEXT NOT NULL, "
-                         "updated_at TEXT NOT NULL)")
-            yield conn
-        finally:
-            conn.close()
+        self._documents = KeyedDocuments(self.path)
 
     def get(self, key: str) -> Learned:
-        if not self.path.exists():
-            return Learned()
-        with self._connect() as conn:
-            row = conn.execute("SELECT state FROM learned WHERE key = ?", (key,)).fetchone()
-        return _decode(row[0]) if row else Learned()
+        text = self._documents.get(key)
+        return Learned() if text is None else _decode(text)
 
     def update(self, key: str, change: Callable[[Learned], Learned], now: datetime) -> Learned:
         """Apply ``change`` to the stored state atomically and return the result."""
-        with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                row = conn.execute("SELECT state FROM learned WHERE key = ?", (key,)).fetchone()
-                new = change(_decode(row[0]) if row else Learned())
-                conn.execute("INSERT INTO learned (key, state, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO "
-                             "UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
-                             (key, _encode(new), now.isoformat()))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        return new
+        text = self._documents.update(key, lambda old: _encode(change(Learned() if old is None else _decode(old))),
+                                      now.isoformat())
+        return _decode(text)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from audit_mcp.store.tx import RunRow, Tx
+from audit_mcp.store.records import RunRow
+from audit_mcp.store.tx import Tx
 
 
 def lease_end(dispatched_at: datetime, lease_seconds: int) -> datetime:

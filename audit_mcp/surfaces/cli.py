@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from audit_mcp.core.errors import AuditError, ConfigError
-from audit_mcp.core.progress import TerminalProgress
 from audit_mcp.core.version import __version__
 from audit_mcp.surfaces.http_auth import MIN_TOKEN_CHARS, TOKEN_ENV, BearerToken
+from audit_mcp.surfaces.terminal import TerminalProgress
 from audit_mcp.usecases.service import AuditService
 
 EXIT_OK, EXIT_ERROR, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2, 64

@@ -148,9 +148,7 @@ class HeadlessRunner:
 
     # one run -------------------------------------------------------------------------------
     def _cooldown_seconds(self, plan: Mapping[str, Any]) -> float:
-        with self.service.store.read() as tx:
-            audit = tx.current_audit()
-            live = self.service.cooldown(tx, audit.audit_id) if audit else None
+        live = self.service.active_cooldown()
         moments = [m for m in (plan.get("cooldown_until"), live) if m]
         if not moments:
             return 0.0
@@ -158,8 +156,7 @@ class HeadlessRunner:
         return max(0.0, (until - datetime.now(UTC)).total_seconds())
 
     def _submitted(self, run_id: str) -> set[str]:
-        with self.service.store.read() as tx:
-            return set(tx.submitted_packet_ids(run_id))
+        return self.service.submitted_packets(run_id)
 
     def _run_packets(self, run_id: str, plan: Mapping[str, Any]) -> dict[str, str]:
         done = self._submitted(run_id)

@@ -25,8 +25,8 @@ from audit_mcp.core.errors import AuditError, NotFoundError
 from audit_mcp.core.models import MergeSummary, QuotaStatus, Receipt, StatusView, Step
 from audit_mcp.core.progress import Progress
 from audit_mcp.core.version import __version__
-from audit_mcp.engine.templates import render
-from audit_mcp.usecases.service import AuditService, Clock
+from audit_mcp.usecases.service import AuditService, render_prompt
+from audit_mcp.usecases.workspace import Clock
 
 T = TypeVar("T")
 
@@ -71,9 +71,8 @@ class Registry:
         for service in candidates:
             if service is None:
                 continue
-            with service.store.read() as tx:
-                if tx.run(run_id, plan=False) is not None:
-                    return service
+            if service.has_run(run_id):
+                return service
         return candidates[0] or self.get(None)
 
 
@@ -294,14 +293,14 @@ def build_server(
     def start_audit(root: str = "") -> str:
         """Audit a repository from start to report with the next_step loop."""
         target = root or str(registry.get(None).root)
-        return render("mcp/start_audit.md", root=target,
+        return render_prompt("mcp/start_audit.md", root=target,
                       root_argument=f" with `root` = `{root}`" if root else "")
 
     @server.prompt(title="Resume an audit")
     def resume_audit(root: str = "") -> str:
         """Continue an interrupted audit: only the work still missing, then the report."""
         target = root or str(registry.get(None).root)
-        return render("mcp/resume_audit.md", root=target,
+        return render_prompt("mcp/resume_audit.md", root=target,
                       root_argument=f" with `root` = `{root}`" if root else "")
 
     @server.prompt(title="Show the audit report")
@@ -310,6 +309,6 @@ def build_server(
         target = root or str(registry.get(None).root)
         note = (f" (the server reports on its current repository; call `audit_status` with `root` = `{root}` "
                 "if it names another)") if root else ""
-        return render("mcp/show_report.md", root=target, root_note=note)
+        return render_prompt("mcp/show_report.md", root=target, root_note=note)
 
     return server

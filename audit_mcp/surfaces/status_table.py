@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from audit_mcp.core.models import StatusView
-from audit_mcp.engine.coverage import CellState
+from audit_mcp.store.records import CellState
 
 _STATES = [s.value for s in CellState]
 _HEADINGS = {"not_applicable": "n/a"}

@@ -1,42 +1,36 @@
-"""Read-only views over an audit: the quota and the status."""
+"""quota_status: the model's limits, what was learned from rate limits, and the schedule it would give now."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from audit_mcp.core.models import LimitView, QuotaStatus, StatusView
+from audit_mcp.core.models import LimitView, QuotaStatus
 from audit_mcp.engine import hosts
-from audit_mcp.engine.coverage import CellState, completeness, totals
 from audit_mcp.engine.dispatch import TIER_ORDER
 from audit_mcp.engine.packets import pack
-from audit_mcp.findings.synthesis import synthesize
 from audit_mcp.scheduling.limits import ResolvedLimits
 from audit_mcp.scheduling.pacing import iso, schedule_view
 from audit_mcp.scheduling.probe import probe
 from audit_mcp.scheduling.scheduler import PacketLoad, packet_token_budget, schedule
-
-if TYPE_CHECKING:
-    from audit_mcp.usecases.service import AuditService
-
-
-MAX_GAPS_LISTED = 20
+from audit_mcp.store.records import CellState
+from audit_mcp.usecases import rates
+from audit_mcp.usecases.workspace import Workspace
 
 
-def quota_view(service: AuditService, host_model: str | None, provider: str | None) -> QuotaStatus:
-    config = service.config()
-    with service.store.read() as tx:
+def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> QuotaStatus:
+    """Resolved limits, learned caps, and the schedule the server would give now for the open work."""
+    config = ws.config()
+    with ws.store.read() as tx:
         audit = tx.current_audit()
         remembered = audit.host_caps if audit else {}
         caps = hosts.resolve({"model": host_model}, remembered, config.host, None)
         failures = tx.failures(audit.audit_id) if audit else []
-        cooldown = service.cooldown(tx, audit.audit_id) if audit else None
+        cooldown = rates.cooldown(ws, tx, audit.audit_id) if audit else None
         # The audit's remaining work: cells not yet handed out and cells out in the open run.
         pending = tx.cells(audit.audit_id, [CellState.PENDING, CellState.ASSIGNED]) if audit else []
         files = {f.path: f for f in tx.files(audit.audit_id)} if audit else {}
         edges = tx.edges(audit.audit_id) if audit else []
-    limits, learned, key, pacing = service.pacing(config, caps, provider)
-    now = service.clock()
-    probed = probe(limits.provider, limits.model, pacing.probe, now, transport=service.probe_transport)
+    limits, learned, key, pacing = rates.pacing(ws, config, caps, provider)
+    now = ws.clock()
+    probed = probe(limits.provider, limits.model, pacing.probe, now, transport=ws.probe_transport)
     if probed.limits:
         limits = ResolvedLimits(limits.provider, limits.model, {**limits.limits, **probed.limits})
     budget = packet_token_budget(limits, learned, config.max_packet_tokens, caps.max_active_subagents)
@@ -69,7 +63,7 @@ def quota_view(service: AuditService, host_model: str | None, provider: str | No
                  "clean_runs": learned.clean_runs, "rate_limited_runs": learned.rate_limited_runs,
                  "half_life_hours": pacing.half_life.total_seconds() / 3600,
                  "rate_limited_failures": sum(1 for f in failures if f["kind"] == "rate_limited")},
-        learned_state_path=str(service.learned.path),
+        learned_state_path=str(ws.learned.path),
         host_max_active_subagents=caps.max_active_subagents,
         schedule={"pending_cells": sum(1 for c in pending if c.state == CellState.PENDING),
                   "open_cells": len(pending), "packets": len(plans), "waves": planned.waves,
@@ -80,42 +74,3 @@ def quota_view(service: AuditService, host_model: str | None, provider: str | No
         forecast=view["forecast"],
         notes=notes,
     )
-
-
-def status_view(service: AuditService) -> StatusView:
-    with service.store.read() as tx:
-        audit = tx.current_audit()
-        if audit is None:
-            return StatusView(repo_root=str(service.root), artifacts_dir=str(service.artifacts_dir), audit_id=None,
-                              completeness="unknown", coverage={}, coverage_by_lens={}, findings_by_severity={},
-                              runs=[], skipped_files=0, blocker=None, ledger=[])
-        counts = tx.cell_counts(audit.audit_id)
-        runs: list[dict[str, Any]] = []
-        for run in tx.runs(audit.audit_id):
-            packets = tx.packets(run.run_id)
-            runs.append({"run_id": run.run_id, "kind": run.kind, "state": run.state, "created_at": run.created_at,
-                         "packets": len(packets), "submitted": len(tx.submitted_packet_ids(run.run_id)),
-                         "waves": run.plan.get("waves", [])})
-        synthesis = synthesize(tx.findings(audit.audit_id))
-        gap_cells = tx.cells(audit.audit_id, [CellState.FAILED, CellState.SKIPPED])
-        open_run = next((r for r in runs if r["state"] == "open"), None)
-        view = StatusView(
-            repo_root=str(service.root), artifacts_dir=str(service.artifacts_dir), audit_id=audit.audit_id,
-            completeness=completeness(counts), coverage=totals(counts),
-            coverage_by_lens=tx.cell_counts_by_lens(audit.audit_id),
-            findings_by_severity=synthesis.by_severity(), runs=runs,
-            skipped_files=tx.file_counts(audit.audit_id).get("skipped", 0),
-            blocker=audit.blocker, ledger=tx.ledger(audit.audit_id, 20),
-            gaps=[{"task_id": c.task_id, "file": c.path, "lines": f"{c.start_line}-{c.end_line}", "lens": c.lens,
-                   "state": c.state, "reason": c.reason} for c in gap_cells[:MAX_GAPS_LISTED]],
-            gaps_total=len(gap_cells),
-        )
-    schedule = quota_view(service, None, None).schedule
-    view.forecast = {
-        "open_run": open_run["run_id"] if open_run else None,
-        "open_run_packets_outstanding": open_run["packets"] - open_run["submitted"] if open_run else 0,
-        "pending_cells": schedule["pending_cells"], "next_run_packets": schedule["packets"],
-        "next_run_waves": schedule["waves"], "cooldown_until": schedule["cooldown_until"],
-        "estimated_tokens": schedule["estimated_tokens"],
-    }
-    return view

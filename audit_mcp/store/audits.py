@@ -1,0 +1,118 @@
+"""Queries on audits, their manifest files and the import edges between them."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from audit_mcp.store.queries import Queries
+from audit_mcp.store.records import AuditRow, FileRow
+
+
+class AuditQueries(Queries):
+    """Audits (one per start), their files, and import edges."""
+
+    def current_audit(self) -> AuditRow | None:
+        row = self.conn.execute("SELECT * FROM audits ORDER BY audit_id DESC LIMIT 1").fetchone()
+        return None if row is None else self._audit(row)
+
+    def previous_audit(self, audit_id: int) -> AuditRow | None:
+        """The latest finished audit before ``audit_id``: the baseline a new audit is compared with."""
+        row = self.conn.execute(
+            "SELECT * FROM audits WHERE audit_id < ? AND synthesized_at IS NOT NULL ORDER BY audit_id DESC LIMIT 1",
+            (audit_id,),
+        ).fetchone()
+        return None if row is None else self._audit(row)
+
+    @staticmethod
+    def _audit(row: sqlite3.Row) -> AuditRow:
+        return AuditRow(
+            audit_id=row["audit_id"],
+            created_at=row["created_at"],
+            root=row["root"],
+            git_head=row["git_head"],
+            git_dirty=bool(row["git_dirty"]),
+            manifest_digest=row["manifest_digest"],
+            lenses=json.loads(row["lenses"]),
+            host_caps=json.loads(row["host_caps"]),
+            blocker=row["blocker"],
+            synthesized_at=row["synthesized_at"],
+        )
+
+    def create_audit(
+        self, *, now: str, root: str, git_head: str | None, git_dirty: bool, digest: str, lenses: Sequence[str]
+    ) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO audits (created_at, root, git_head, git_dirty, manifest_digest, lenses, host_caps)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (now, root, git_head, int(git_dirty), digest, json.dumps(list(lenses)), "{}"),
+        )
+        assert cur.lastrowid is not None
+        return cur.lastrowid
+
+    def previous_audit_id(self, audit_id: int) -> int | None:
+        row = self.conn.execute("SELECT MAX(audit_id) FROM audits WHERE audit_id < ?", (audit_id,)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def set_host_caps(self, audit_id: int, caps: dict[str, Any]) -> None:
+        self.conn.execute(
+            "UPDATE audits SET host_caps = ? WHERE audit_id = ?", (json.dumps(caps, sort_keys=True), audit_id)
+        )
+
+    def set_blocker(self, audit_id: int, blocker: str | None) -> None:
+        self.conn.execute("UPDATE audits SET blocker = ? WHERE audit_id = ?", (blocker, audit_id))
+
+    def set_synthesized(self, audit_id: int, at: str | None) -> None:
+        self.conn.execute("UPDATE audits SET synthesized_at = ? WHERE audit_id = ?", (at, audit_id))
+
+    # files and edges ----------------------------------------------------------
+    def insert_files(self, audit_id: int, rows: Iterable[FileRow]) -> None:
+        self.conn.executemany(
+            "INSERT INTO files (audit_id, path, language, size, line_count, sha256, scope, skip_reason)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (audit_id, r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason)
+                for r in rows
+            ],
+        )
+
+    def files(self, audit_id: int) -> list[FileRow]:
+        rows = self.conn.execute(
+            "SELECT path, language, size, line_count, sha256, scope, skip_reason FROM files WHERE audit_id = ?"
+            " ORDER BY path", (audit_id,))
+        # Positional construction: this runs over every file of large repositories.
+        return [FileRow(*r) for r in rows]
+
+    def file(self, audit_id: int, path: str) -> FileRow | None:
+        row = self.conn.execute("SELECT * FROM files WHERE audit_id = ? AND path = ?", (audit_id, path)).fetchone()
+        if row is None:
+            return None
+        return FileRow(row["path"], row["language"], row["size"], row["line_count"], row["sha256"], row["scope"],
+                       row["skip_reason"])
+
+    def update_file(self, audit_id: int, r: FileRow) -> None:
+        self.conn.execute(
+            "UPDATE files SET language = ?, size = ?, line_count = ?, sha256 = ?, scope = ?, skip_reason = ?"
+            " WHERE audit_id = ? AND path = ?",
+            (r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, audit_id, r.path),
+        )
+
+    def file_counts(self, audit_id: int) -> dict[str, int]:
+        """Files of the manifest by scope (``review`` / ``skipped``)."""
+        rows = self.conn.execute("SELECT scope, COUNT(*) FROM files WHERE audit_id = ? GROUP BY scope", (audit_id,))
+        return {r[0]: r[1] for r in rows}
+
+    def has_file(self, audit_id: int, path: str) -> bool:
+        row = self.conn.execute("SELECT 1 FROM files WHERE audit_id = ? AND path = ?", (audit_id, path)).fetchone()
+        return row is not None
+
+    def insert_edges(self, audit_id: int, edges: Iterable[tuple[str, str]]) -> None:
+        self.conn.executemany(
+            "INSERT INTO edges (audit_id, src, dst) VALUES (?, ?, ?)", [(audit_id, s, d) for s, d in edges]
+        )
+
+    def edges(self, audit_id: int) -> list[tuple[str, str]]:
+        rows = self.conn.execute("SELECT src, dst FROM edges WHERE audit_id = ? ORDER BY src, dst", (audit_id,))
+        return [(r[0], r[1]) for r in rows]

@@ -1,0 +1,186 @@
+"""Queries on the coverage matrix: one row per (file or chunk, lens) cell."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Generator, Iterable, Sequence
+from typing import Any
+
+from audit_mcp.store.queries import Queries
+from audit_mcp.store.records import Cell, Matrix
+
+_CELL_COLUMNS = "task_id, path, start_line, end_line, lens, state, attempts, run_id, packet_id, reason, content_hash"
+
+
+def _cell(row: sqlite3.Row) -> Cell:
+    return Cell(
+        task_id=row["task_id"],
+        path=row["path"],
+        start_line=row["start_line"],
+        end_line=row["end_line"],
+        lens=row["lens"],
+        state=row["state"],
+        attempts=row["attempts"],
+        run_id=row["run_id"],
+        packet_id=row["packet_id"],
+        reason=row["reason"],
+        content_hash=row["content_hash"],
+    )
+
+
+class CellQueries(Queries):
+    """Cells: inserting the matrix, reading the queue, assigning and answering cells."""
+
+    def insert_cells(self, audit_id: int, cells: Iterable[Cell], now: str) -> None:
+        self.conn.executemany(
+            "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts,"
+            " run_id, packet_id, reason, content_hash, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    audit_id, c.task_id, c.path, c.start_line, c.end_line, c.lens, c.state, c.attempts,
+                    c.run_id, c.packet_id, c.reason, c.content_hash, now,
+                )
+                for c in cells
+            ],
+        )
+
+    def insert_matrix(self, audit_id: int, matrix: Matrix, now: str) -> int:
+        """Insert every cell of ``matrix`` as pending, numbered as ``coverage.build_cells`` numbers them.
+
+        The (unit, lens) pairs are expanded inside SQLite: on large repositories this is several times
+        faster than building and binding one row per cell. Returns how many cells were inserted.
+        """
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS matrix_units (seq INTEGER PRIMARY KEY, path TEXT,"
+                          " start_line INTEGER, end_line INTEGER, content_hash TEXT, lens_set INTEGER)")
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS matrix_lenses (lens_set INTEGER, ord INTEGER, lens TEXT,"
+                          " PRIMARY KEY (lens_set, ord))")
+        try:
+            self.conn.execute("DELETE FROM matrix_units")
+            self.conn.execute("DELETE FROM matrix_lenses")
+            self.conn.executemany("INSERT INTO matrix_units (path, start_line, end_line, content_hash, lens_set)"
+                                  " VALUES (?, ?, ?, ?, ?)", matrix.units)
+            self.conn.executemany("INSERT INTO matrix_lenses (lens_set, ord, lens) VALUES (?, ?, ?)",
+                                  [(i, n, lens) for i, lenses in enumerate(matrix.lens_sets)
+                                   for n, lens in enumerate(lenses)])
+            cursor = self.conn.execute(
+                "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts, run_id,"
+                " packet_id, reason, content_hash, updated_at)"
+                " SELECT ?, printf('T%05d', ROW_NUMBER() OVER (ORDER BY u.seq, l.ord)), u.path, u.start_line,"
+                " u.end_line, l.lens, 'pending', 0, NULL, NULL, NULL, u.content_hash, ?"
+                " FROM matrix_units u JOIN matrix_lenses l ON l.lens_set = u.lens_set ORDER BY u.seq, l.ord",
+                (audit_id, now),
+            )
+            return cursor.rowcount
+        finally:
+            self.conn.execute("DELETE FROM matrix_units")
+            self.conn.execute("DELETE FROM matrix_lenses")
+
+    def carry_cells(self, audit_id: int, carried: Iterable[tuple[str, str, str | None, str | None, str]],
+                    now: str) -> None:
+        """Set cells (task id, state, run id, packet id, reason) carried over from an earlier audit."""
+        self.conn.executemany(
+            "UPDATE cells SET state = ?, run_id = ?, packet_id = ?, reason = ?, updated_at = ?"
+            " WHERE audit_id = ? AND task_id = ?",
+            [(state, run_id, packet_id, reason, now, audit_id, task_id)
+             for task_id, state, run_id, packet_id, reason in carried],
+        )
+
+    def cells(self, audit_id: int, states: Sequence[str] | None = None) -> list[Cell]:
+        sql = f"SELECT {_CELL_COLUMNS} FROM cells WHERE audit_id = ?"
+        args: list[Any] = [audit_id]
+        if states is not None:
+            sql += f" AND state IN ({','.join('?' for _ in states)})"
+            args.extend(states)
+        sql += " ORDER BY path, start_line, lens"
+        # Positional construction: this runs over every cell of large repositories.
+        return [Cell(*r) for r in self.conn.execute(sql, args)]
+
+    def iter_cells(self, audit_id: int, state: str) -> Generator[Cell, None, None]:
+        """Cells in one state, unit by unit in path order, read lazily (the caller may stop early)."""
+        cursor = self.conn.execute(
+            f"SELECT {_CELL_COLUMNS} FROM cells WHERE audit_id = ? AND state = ?"
+            " ORDER BY path, start_line, end_line, lens",
+            (audit_id, state),
+        )
+        try:
+            while rows := cursor.fetchmany(2_000):
+                yield from (Cell(*r) for r in rows)
+        finally:
+            cursor.close()
+
+    def cells_by_id(self, audit_id: int, task_ids: Sequence[str]) -> dict[str, Cell]:
+        found: dict[str, Cell] = {}
+        for i in range(0, len(task_ids), 500):
+            batch = task_ids[i : i + 500]
+            rows = self.conn.execute(
+                f"SELECT * FROM cells WHERE audit_id = ? AND task_id IN ({','.join('?' for _ in batch)})",
+                [audit_id, *batch],
+            )
+            for r in rows:
+                found[r["task_id"]] = _cell(r)
+        return found
+
+    def update_cell(
+        self,
+        audit_id: int,
+        task_id: str,
+        *,
+        state: str,
+        now: str,
+        attempts: int | None = None,
+        run_id: str | None = None,
+        packet_id: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        self.conn.execute(
+            "UPDATE cells SET state = ?, attempts = COALESCE(?, attempts), run_id = ?, packet_id = ?,"
+            " reason = ?, updated_at = ? WHERE audit_id = ? AND task_id = ?",
+            (state, attempts, run_id, packet_id, reason, now, audit_id, task_id),
+        )
+
+    def cells_for_path(self, audit_id: int, path: str) -> list[Cell]:
+        rows = self.conn.execute(
+            "SELECT * FROM cells WHERE audit_id = ? AND path = ? ORDER BY start_line, task_id", (audit_id, path)
+        )
+        return [_cell(r) for r in rows]
+
+    def reset_cell(self, audit_id: int, task_id: str, *, state: str, content_hash: str, reason: str, now: str) -> None:
+        """Back to ``state`` with a fresh retry budget, for content that changed under a review."""
+        self.conn.execute(
+            "UPDATE cells SET state = ?, attempts = 0, run_id = NULL, packet_id = NULL, reason = ?, content_hash = ?,"
+            " updated_at = ? WHERE audit_id = ? AND task_id = ?",
+            (state, reason, content_hash, now, audit_id, task_id),
+        )
+
+    def delete_cells(self, audit_id: int, task_ids: Sequence[str]) -> None:
+        self.conn.executemany("DELETE FROM cells WHERE audit_id = ? AND task_id = ?", [(audit_id, t) for t in task_ids])
+
+    def max_task_number(self, audit_id: int) -> int:
+        row = self.conn.execute(
+            "SELECT MAX(CAST(SUBSTR(task_id, 2) AS INTEGER)) FROM cells WHERE audit_id = ?", (audit_id,)
+        ).fetchone()
+        return int(row[0] or 0)
+
+    def assign_cells(self, audit_id: int, run_id: str, packet_id: str, cells: Iterable[Cell], now: str) -> None:
+        self.conn.executemany(
+            "UPDATE cells SET state = 'assigned', run_id = ?, packet_id = ?, reason = ?, updated_at = ?"
+            " WHERE audit_id = ? AND task_id = ?",
+            [(run_id, packet_id, c.reason, now, audit_id, c.task_id) for c in cells],
+        )
+
+    def cell_counts(self, audit_id: int) -> dict[str, int]:
+        rows = self.conn.execute(
+            "SELECT state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY state", (audit_id,)
+        )
+        return {r[0]: r[1] for r in rows}
+
+    def cell_counts_by_lens(self, audit_id: int) -> dict[str, dict[str, int]]:
+        rows = self.conn.execute(
+            "SELECT lens, state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY lens, state", (audit_id,)
+        )
+        out: dict[str, dict[str, int]] = {}
+        for lens, state, n in rows:
+            out.setdefault(lens, {})[state] = n
+        return out
+
+    # runs and packets -----------------------------------------------------------

@@ -1,0 +1,142 @@
+"""What the store holds, as plain records: every layer reads and writes these.
+
+Rows come back from the store as frozen dataclasses; the states and verdicts
+they carry are the fixed vocabularies below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class CellState(StrEnum):
+    PENDING = "pending"
+    ASSIGNED = "assigned"
+    REVIEWED = "reviewed"
+    NOT_APPLICABLE = "not_applicable"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+OPEN_STATES = (CellState.PENDING, CellState.ASSIGNED)
+DONE_STATES = (CellState.REVIEWED, CellState.NOT_APPLICABLE)
+VERDICTS = ("confirmed", "refuted")  # what a reviewer may say of an analyzer lead
+
+
+@dataclass(frozen=True)
+class Cell:
+    task_id: str
+    path: str
+    start_line: int
+    end_line: int
+    lens: str
+    state: str
+    attempts: int
+    run_id: str | None
+    packet_id: str | None
+    reason: str | None
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """The matrix in compact form: review units in order, each with the index of its set of lenses.
+
+    Cell ``n`` (task id ``T{n:05d}``, counted from 1) is the n-th (unit, lens) pair, units in order and
+    each unit's lenses in the order of its set. ``coverage.build_cells`` expands it; the store inserts it in one
+    statement.
+    """
+
+    units: list[tuple[str, int, int, str, int]]  # path, start line, end line, content hash, lens set index
+    lens_sets: list[tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    language: str
+    size: int
+    line_count: int
+    sha256: str
+    scope: str
+    skip_reason: str | None
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    audit_id: int
+    created_at: str
+    root: str
+    git_head: str | None
+    git_dirty: bool
+    manifest_digest: str
+    lenses: list[str]
+    host_caps: dict[str, Any]
+    blocker: str | None
+    synthesized_at: str | None
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    audit_id: int
+    seq: int
+    kind: str
+    state: str
+    created_at: str
+    merged_at: str | None
+    wave_size: int
+    plan: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PacketRow:
+    packet_id: str
+    run_id: str
+    seq: int
+    state: str
+    estimated_tokens: int
+    model_tier: str
+    tier_reason: str
+    prompt_path: str
+
+
+
+@dataclass(frozen=True)
+class Lead:
+    """An analyzer's alert, imported as a place for a reviewer to check (not a finding)."""
+
+    lead_id: str
+    tool: str
+    rule_id: str
+    path: str
+    start_line: int
+    end_line: int
+    level: str
+    message: str
+    cwes: tuple[str, ...] = ()
+    help_uri: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"lead_id": self.lead_id, "tool": self.tool, "rule_id": self.rule_id, "file": self.path,
+                "start_line": self.start_line, "end_line": self.end_line, "level": self.level,
+                "message": self.message, "cwes": list(self.cwes), "help_uri": self.help_uri}
+
+
+def lead_from_json(doc: Mapping[str, Any]) -> Lead:
+    return Lead(doc["lead_id"], doc["tool"], doc["rule_id"], doc["file"], doc["start_line"], doc["end_line"],
+                doc["level"], doc["message"], tuple(doc.get("cwes", ())), doc.get("help_uri"))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A reviewer's verdict on one lead, from one task."""
+
+    lead_id: str
+    verdict: str
+    reason: str
+    packet_id: str
+    task_id: str

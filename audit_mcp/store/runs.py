@@ -1,0 +1,143 @@
+"""Queries on runs, their packets, leases and accepted submissions."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from audit_mcp.store.queries import Queries
+from audit_mcp.store.records import PacketRow, RunRow
+
+
+class RunQueries(Queries):
+    """Runs (one dispatch each), packets with their tasks and leases, and submissions."""
+
+    # A run's plan can be megabytes on a large repository: it is read only when ``plan=True``.
+    _RUN_COLUMNS = "run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size"
+
+    def runs(self, audit_id: int, *, plan: bool = True) -> list[RunRow]:
+        columns = "*" if plan else self._RUN_COLUMNS
+        rows = self.conn.execute(f"SELECT {columns} FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,))
+        return [self._run(r) for r in rows]
+
+    def run(self, run_id: str, *, plan: bool = True) -> RunRow | None:
+        columns = "*" if plan else self._RUN_COLUMNS
+        row = self.conn.execute(f"SELECT {columns} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else self._run(row)
+
+    @staticmethod
+    def _run(r: sqlite3.Row) -> RunRow:
+        return RunRow(
+            run_id=r["run_id"],
+            audit_id=r["audit_id"],
+            seq=r["seq"],
+            kind=r["kind"],
+            state=r["state"],
+            created_at=r["created_at"],
+            merged_at=r["merged_at"],
+            wave_size=r["wave_size"],
+            plan=json.loads(r["plan"]) if "plan" in r.keys() else {},  # noqa: SIM118
+        )
+
+    def insert_run(self, run: RunRow) -> None:
+        self.conn.execute(
+            "INSERT INTO runs (run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size, plan)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                run.run_id, run.audit_id, run.seq, run.kind, run.state, run.created_at, run.merged_at,
+                run.wave_size, json.dumps(run.plan, sort_keys=True),
+            ),
+        )
+
+    def finish_run(self, run_id: str, now: str) -> None:
+        self.conn.execute("UPDATE runs SET state = 'merged', merged_at = ? WHERE run_id = ?", (now, run_id))
+
+    def insert_packet(self, audit_id: int, packet: PacketRow, task_ids: Sequence[str]) -> None:
+        self.conn.execute(
+            "INSERT INTO packets (packet_id, run_id, audit_id, seq, state, estimated_tokens, model_tier,"
+            " tier_reason, prompt_path) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                packet.packet_id, packet.run_id, audit_id, packet.seq, packet.state, packet.estimated_tokens,
+                packet.model_tier, packet.tier_reason, packet.prompt_path,
+            ),
+        )
+        self.conn.executemany(
+            "INSERT INTO packet_tasks (packet_id, task_id) VALUES (?, ?)",
+            [(packet.packet_id, t) for t in task_ids],
+        )
+
+    def packets(self, run_id: str) -> list[PacketRow]:
+        rows = self.conn.execute("SELECT * FROM packets WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [self._packet(r) for r in rows]
+
+    def packet(self, packet_id: str) -> PacketRow | None:
+        row = self.conn.execute("SELECT * FROM packets WHERE packet_id = ?", (packet_id,)).fetchone()
+        return None if row is None else self._packet(row)
+
+    @staticmethod
+    def _packet(r: sqlite3.Row) -> PacketRow:
+        return PacketRow(
+            packet_id=r["packet_id"],
+            run_id=r["run_id"],
+            seq=r["seq"],
+            state=r["state"],
+            estimated_tokens=r["estimated_tokens"],
+            model_tier=r["model_tier"],
+            tier_reason=r["tier_reason"],
+            prompt_path=r["prompt_path"],
+        )
+
+    def set_packet_state(self, packet_id: str, state: str) -> None:
+        self.conn.execute("UPDATE packets SET state = ? WHERE packet_id = ?", (state, packet_id))
+
+    def lease_packets(self, run_id: str, expires_at: str) -> None:
+        self.conn.execute("UPDATE packets SET lease_expires_at = ? WHERE run_id = ?", (expires_at, run_id))
+
+    def expired_packet_ids(self, run_id: str, now: str) -> list[str]:
+        """Packets of the run whose lease has ended without an accepted submission."""
+        rows = self.conn.execute(
+            "SELECT packet_id FROM packets p WHERE run_id = ? AND lease_expires_at IS NOT NULL"
+            " AND lease_expires_at <= ? AND NOT EXISTS (SELECT 1 FROM submissions s WHERE s.packet_id = p.packet_id)"
+            " ORDER BY seq",
+            (run_id, now),
+        )
+        return [r[0] for r in rows]
+
+    def assigned_packets(self, audit_id: int, task_ids: Sequence[str]) -> list[str]:
+        """The packets that hold any of these tasks now."""
+        found: set[str] = set()
+        for i in range(0, len(task_ids), 500):
+            batch = task_ids[i : i + 500]
+            rows = self.conn.execute(
+                "SELECT DISTINCT packet_id FROM cells WHERE audit_id = ? AND state = 'assigned'"
+                f" AND task_id IN ({','.join('?' for _ in batch)})",
+                [audit_id, *batch],
+            )
+            found.update(r[0] for r in rows if r[0])
+        return sorted(found)
+
+    def packet_task_ids(self, packet_id: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT task_id FROM packet_tasks WHERE packet_id = ? ORDER BY task_id", (packet_id,)
+        )
+        return [r[0] for r in rows]
+
+    # submissions, findings, failures ---------------------------------------------
+    def submission(self, packet_id: str) -> tuple[str, dict[str, Any]] | None:
+        row = self.conn.execute(
+            "SELECT digest, payload FROM submissions WHERE packet_id = ?", (packet_id,)
+        ).fetchone()
+        return None if row is None else (row[0], json.loads(row[1]))
+
+    def put_submission(self, packet_id: str, run_id: str, digest: str, payload: dict[str, Any], now: str) -> None:
+        self.conn.execute("DELETE FROM submissions WHERE packet_id = ?", (packet_id,))
+        self.conn.execute(
+            "INSERT INTO submissions (packet_id, run_id, digest, payload, accepted_at) VALUES (?,?,?,?,?)",
+            (packet_id, run_id, digest, json.dumps(payload, sort_keys=True), now),
+        )
+
+    def submitted_packet_ids(self, run_id: str) -> set[str]:
+        rows = self.conn.execute("SELECT packet_id FROM submissions WHERE run_id = ?", (run_id,))
+        return {r[0] for r in rows}

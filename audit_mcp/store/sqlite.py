@@ -1,0 +1,97 @@
+"""Connection handling for the embedded SQLite database: the one place connections are opened.
+
+``Store`` opens a connection per transaction and applies the named migrations
+once. Writers take the lock up front (``BEGIN IMMEDIATE``) and wait for each
+other, so many processes can submit at once without losing anything; a crash
+leaves the last committed state.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from audit_mcp.store.migrations import MIGRATIONS
+from audit_mcp.store.tx import Tx
+
+DB_FILENAME = "audit.sqlite3"
+BUSY_TIMEOUT_SECONDS = 60.0
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), waiting up to a minute for the lock."""
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+    return conn
+
+
+class Store:
+    """Opens connections to the database and applies migrations once."""
+
+    def __init__(self, artifacts_dir: Path) -> None:
+        self.path = artifacts_dir / DB_FILENAME
+        artifacts_dir.mkdir(parents=True, exist_ok=True)
+        self._migrate()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = connect(self.path)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    def _migrate(self) -> None:
+        conn = self._connect()
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+            for name, sql in MIGRATIONS:
+                if name in done:
+                    continue
+                for statement in (s.strip() for s in sql.split(";")):
+                    if statement:
+                        conn.execute(statement)
+                conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, datetime('now'))", (name,))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            conn.close()
+
+    def applied_migrations(self) -> list[str]:
+        with self.read() as tx:
+            return [row[0] for row in tx.conn.execute("SELECT name FROM migrations ORDER BY name")]
+
+    @contextmanager
+    def write(self) -> Iterator[Tx]:
+        """One write transaction: committed on success, rolled back on any error."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            yield Tx(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            conn.close()
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        """A consistent read snapshot."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN")
+            yield Tx(conn)
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.close()
+

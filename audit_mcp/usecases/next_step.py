@@ -1,0 +1,160 @@
+"""The obligation loop behind next_step: run every inline obligation, then hand the host one Step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from audit_mcp.core.config import AnalyzersConfig, SessionConfig
+from audit_mcp.core.errors import AuditError, ConfigError
+from audit_mcp.core.models import HostCapabilities, Step
+from audit_mcp.core.progress import Progress, tell
+from audit_mcp.engine import hosts
+from audit_mcp.engine.lenses import resolve_lenses
+from audit_mcp.engine.planner import Decision, Executor, Obligation, PlannerState, decide
+from audit_mcp.scheduling.leases import expired_failures
+from audit_mcp.store.records import AuditRow, CellState
+from audit_mcp.store.tx import Tx
+from audit_mcp.usecases import dispatching, merging, reporting, starting, stepping
+from audit_mcp.usecases.workspace import Workspace
+
+_WORK = {
+    Obligation.INTAKE: "intake: listing, reading and hashing the repository's files",
+    Obligation.PLAN: "plan: building the coverage matrix of files and lenses",
+    Obligation.DISPATCH: "dispatch: packing review packets and writing their prompts",
+    Obligation.INGEST: "ingest: merging the finished run into the coverage matrix",
+    Obligation.SYNTHESIZE: "synthesize: deduplicating findings and writing the report",
+}
+
+
+def next_step(
+    ws: Workspace,
+    capabilities: Mapping[str, Any] | None = None,
+    *,
+    client_name: str | None = None,
+    new_audit: bool = False,
+    retry_blocked: bool = False,
+    progress: Progress | None = None,
+    analyzer_sarif: Sequence[Path] = (),
+    since: str | None = None,
+) -> Step:
+    """Run every inline obligation, then return the one Step that needs the agent.
+
+    ``analyzer_sarif`` adds SARIF files to the config's ``analyzers.sarif``; they are read when an
+    audit starts. ``since`` overrides the config's git ref for an audit that starts in this call
+    (intake reads it).
+    """
+    arguments = dict(capabilities or {})
+    try:
+        config = ws.config()
+        if analyzer_sarif:
+            # Paths from the command line are relative to the caller's directory; make them absolute.
+            sarif = [*config.analyzers.sarif, *(str(Path(p).resolve()) for p in analyzer_sarif)]
+            config = config.model_copy(update={"analyzers": AnalyzersConfig(sarif=sarif)})
+        if since:
+            config = config.model_copy(update={"since": since})
+        lenses = resolve_lenses(config)
+    except ConfigError as exc:
+        caps = hosts.resolve(arguments, {}, SessionConfig().host, client_name)
+        return stepping.write_step(ws, stepping.blocked(ws, str(exc), caps))
+    _take_answers(ws, arguments, new_audit=new_audit, retry_blocked=retry_blocked, analyzer_sarif=analyzer_sarif)
+    start_fresh = new_audit
+    history: list[tuple[Obligation, tuple[object, ...]]] = []
+    while True:
+        with ws.store.read() as tx:
+            audit = tx.current_audit()
+            remembered = hosts.remember(arguments, audit.host_caps if audit else {})
+            caps = hosts.resolve(arguments, remembered, config.host, client_name)
+            state = _planner_state(ws, tx, audit, config, caps, fresh=start_fresh)
+        decision = decide(state, tuple(history))
+        if decision.executor is Executor.AGENT:
+            step = stepping.write_step(ws, stepping.agent_step(ws, decision, caps, state))
+            tell(progress, len(history) + 1, None, f"ready: {step.step_kind}")
+            return step
+        history.append((decision.obligation, state.digest()))
+        tell(progress, len(history), None, _WORK.get(decision.obligation, decision.obligation.value))
+        try:
+            _run_inline(ws, decision, config, caps, [lens.lens_id for lens in lenses], arguments)
+        except AuditError as exc:
+            return stepping.write_step(ws, stepping.blocked(ws, str(exc), caps))
+        if decision.obligation is Obligation.INTAKE:
+            start_fresh = False
+
+
+def _take_answers(ws: Workspace, arguments: Mapping[str, Any], *, new_audit: bool, retry_blocked: bool,
+                  analyzer_sarif: Sequence[Path]) -> None:
+    """Record this call's capability answers and a cleared blocker; refuse a new audit over one in flight."""
+    with ws.store.write() as tx:
+        audit = tx.current_audit()
+        if analyzer_sarif and audit is not None and not new_audit:
+            raise ConfigError("analyzer SARIF files are read when an audit starts; pass them on the first "
+                              "next-step, or with --new-audit to start a new audit")
+        if audit is not None and (new_audit or retry_blocked):
+            if new_audit and audit.synthesized_at is None and tx.cells(audit.audit_id, [CellState.ASSIGNED]):
+                raise ConfigError("an audit is still in flight; finish it (or merge its run) before starting "
+                                  "a new one")
+            if retry_blocked and audit.blocker:
+                tx.set_blocker(audit.audit_id, None)
+                tx.log(now=ws.now(), audit_id=audit.audit_id, actor="host", action="retry_blocked",
+                       detail=audit.blocker, outcome="blocker cleared")
+        remembered = audit.host_caps if audit is not None else {}
+        if audit is not None:
+            tx.set_host_caps(audit.audit_id, hosts.remember(arguments, remembered))
+
+
+def _planner_state(
+    ws: Workspace, tx: Tx, audit: AuditRow | None, config: SessionConfig, caps: HostCapabilities, *, fresh: bool
+) -> PlannerState:
+    if audit is None or fresh:
+        return PlannerState(False, False, None, None, 0, 0, 0, 0, 0, config.max_runs,
+                            caps.can_dispatch_subagents, False)
+    counts = tx.cell_counts(audit.audit_id)
+    runs = tx.runs(audit.audit_id, plan=False)
+    open_run = next((r for r in runs if r.state == "open"), None)
+    packets = tx.packets(open_run.run_id) if open_run else []
+    submitted = len(tx.submitted_packet_ids(open_run.run_id)) if open_run else 0
+    return PlannerState(
+        has_audit=True,
+        # With nothing in scope there is nothing to plan: the matrix is empty by design.
+        has_cells=bool(counts) or not tx.file_counts(audit.audit_id).get("review", 0),
+        blocker=audit.blocker,
+        open_run_id=open_run.run_id if open_run else None,
+        open_run_packets=len(packets),
+        open_run_submitted=submitted,
+        pending_cells=counts.get(CellState.PENDING, 0),
+        assigned_cells=counts.get(CellState.ASSIGNED, 0),
+        runs_started=len(runs),
+        max_runs=config.max_runs,
+        host_can_dispatch=caps.can_dispatch_subagents,
+        synthesized=audit.synthesized_at is not None,
+        open_run_expired=len(tx.expired_packet_ids(open_run.run_id, ws.now())) if open_run else 0,
+    )
+
+
+def _run_inline(
+    ws: Workspace,
+    decision: Decision,
+    config: SessionConfig,
+    caps: HostCapabilities,
+    lenses: list[str],
+    arguments: Mapping[str, Any],
+) -> None:
+    match decision.obligation:
+        case Obligation.INTAKE:
+            starting.intake(ws, config, lenses, arguments)
+        case Obligation.PLAN:
+            starting.plan(ws, config)
+        case Obligation.DISPATCH:
+            dispatching.dispatch(ws, config, caps)
+        case Obligation.INGEST:
+            with ws.store.read() as tx:
+                audit = tx.current_audit()
+                run = next(r for r in tx.runs(audit.audit_id, plan=False) if r.state == "open") if audit else None
+                expired = expired_failures(tx, run.run_id, ws.now(), config.lease_seconds) if run else []
+            if run is not None:
+                merging.merge_and_ingest(ws, run.run_id, expired, actor="engine")
+        case Obligation.SYNTHESIZE:
+            reporting.synthesize(ws)
+        case _:
+            raise AssertionError(f"{decision.obligation} is not an inline obligation")

@@ -1,0 +1,119 @@
+"""The report: built from the audit's state, written when the audit is synthesized, provisional before."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from audit_mcp.core.errors import ConfigError, PathError
+from audit_mcp.core.fs import resolve_inside, write_atomic
+from audit_mcp.engine import drift
+from audit_mcp.engine.coverage import completeness, totals
+from audit_mcp.findings.comparison import compare
+from audit_mcp.findings.leads import lead_report
+from audit_mcp.findings.report import ReportInput, render_json, render_markdown
+from audit_mcp.findings.sarif import render_sarif
+from audit_mcp.findings.synthesis import synthesize as synthesize_findings
+from audit_mcp.store.records import CellState, FileRow
+from audit_mcp.usecases.workspace import Workspace
+
+
+def build_report_input(ws: Workspace) -> ReportInput:
+    """Everything a rendering of the report needs, read in one snapshot."""
+    with ws.store.read() as tx:
+        audit = ws.require_audit(tx)
+        counts = tx.cell_counts(audit.audit_id)
+        cells = tx.cells(audit.audit_id)
+        files = tx.files(audit.audit_id)
+        raw = tx.findings(audit.audit_id)
+        runs = tx.runs(audit.audit_id, plan=False)
+        by_lens = tx.cell_counts_by_lens(audit.audit_id)
+        baseline = tx.previous_audit(audit.audit_id)
+        leads, verdicts = tx.leads(audit.audit_id), tx.verdicts(audit.audit_id)
+        baseline_raw = tx.findings(baseline.audit_id) if baseline else []
+    synthesis = synthesize_findings(raw)
+    comparison = None
+    if baseline is not None:
+        reviewed = {(c.path, c.lens) for c in cells if c.state in (CellState.REVIEWED, CellState.NOT_APPLICABLE)}
+        comparison = compare(synthesis, synthesize_findings(baseline_raw), baseline.audit_id, reviewed)
+    return ReportInput(
+        repo_name=ws.root.name, root=str(ws.root), audit_id=audit.audit_id, created_at=audit.created_at,
+        generated_at=ws.now(), git_head=audit.git_head, git_dirty=audit.git_dirty,
+        manifest_digest=audit.manifest_digest, completeness=completeness(counts), lenses=audit.lenses,
+        coverage_by_lens=by_lens, totals=totals(counts),
+        gap_cells=[c for c in cells if c.state in (CellState.FAILED, CellState.SKIPPED)],
+        skipped_files=[f for f in files if f.scope == "skipped"], changed_since_snapshot=_changed(ws, files),
+        runs=len(runs), synthesis=synthesis, comparison=comparison,
+        leads=lead_report(leads, verdicts, [(f.finding_id, f.file, f.start_line, f.end_line)
+                                            for f in synthesis.findings]),
+    )
+
+
+def _changed(ws: Workspace, files: list[FileRow]) -> list[str]:
+    """Files in scope whose bytes no longer match the manifest (or are gone)."""
+    changed = []
+    for f in files:
+        if f.scope != "review":
+            continue
+        try:
+            data = resolve_inside(ws.root, f.path).read_bytes()
+        except (PathError, OSError):
+            changed.append(f.path)
+            continue
+        if hashlib.sha256(data).hexdigest() != f.sha256:
+            changed.append(f.path)
+    return changed
+
+
+def synthesize(ws: Workspace) -> None:
+    """Write the report files and mark the audit synthesized, unless files changed and went back to review."""
+    with ws.store.read() as tx:
+        audit = ws.require_audit(tx)
+        files = tx.files(audit.audit_id)
+    config = ws.config()
+    changed = drift.detect(ws.root, config, files)
+    if changed:
+        with ws.store.write() as tx:
+            requeued = drift.apply(tx, audit.audit_id, config, changed, ws.now())
+        if requeued:
+            return  # the changed files go back to review before any report is written
+    report = build_report_input(ws)
+    write_atomic(ws.report_md_path, render_markdown(report))
+    write_atomic(ws.report_json_path, json.dumps(render_json(report), indent=2) + "\n")
+    write_atomic(ws.report_sarif_path, json.dumps(render_sarif(report), indent=2) + "\n")
+    now = ws.now()
+    with ws.store.write() as tx:
+        audit = ws.require_audit(tx)
+        tx.set_synthesized(audit.audit_id, now)
+        tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="synthesize",
+               detail=f"{len(report.synthesis.findings)} finding(s), completeness {report.completeness}",
+               outcome="ok")
+
+
+def report(ws: Workspace, fmt: str = "md") -> str:
+    """The report in ``fmt`` (md, json or sarif): the written file once synthesized, else provisional."""
+    paths = {"md": ws.report_md_path, "json": ws.report_json_path, "sarif": ws.report_sarif_path}
+    if fmt not in paths:
+        raise ConfigError(f"unknown report format {fmt!r}; use md, json or sarif")
+    path = paths[fmt]
+    with ws.store.read() as tx:
+        synthesized = ws.require_audit(tx).synthesized_at is not None
+    if synthesized and path.exists():
+        return path.read_text(encoding="utf-8")
+    # The audit is still running (or the file is gone): a provisional report from the current state.
+    current = build_report_input(ws)
+    if fmt == "md":
+        return render_markdown(current)
+    doc = render_json(current) if fmt == "json" else render_sarif(current)
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def coverage(ws: Workspace) -> dict[str, Any]:
+    """Coverage totals by state and lens, and the audit's completeness."""
+    with ws.store.read() as tx:
+        audit = ws.require_audit(tx)
+        counts = tx.cell_counts(audit.audit_id)
+        return {"audit_id": audit.audit_id, "completeness": completeness(counts), "totals": totals(counts),
+                "by_lens": tx.cell_counts_by_lens(audit.audit_id),
+                "skipped_files": tx.file_counts(audit.audit_id).get("skipped", 0)}

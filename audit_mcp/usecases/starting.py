@@ -1,0 +1,58 @@
+"""Starting an audit: intake (the manifest and analyzer leads) and planning (the coverage matrix)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from audit_mcp.core.config import SessionConfig
+from audit_mcp.engine import hosts
+from audit_mcp.engine.coverage import build_matrix
+from audit_mcp.engine.incremental import carry_forward, copy_findings
+from audit_mcp.engine.intake import build_manifest
+from audit_mcp.findings.analyzers import run_analyzers
+from audit_mcp.findings.leads import import_leads
+from audit_mcp.usecases.workspace import Workspace
+
+
+def intake(ws: Workspace, config: SessionConfig, lenses: list[str], arguments: Mapping[str, Any]) -> None:
+    """Read the repository into a new audit: its manifest, import edges and analyzer leads."""
+    manifest = build_manifest(ws.root, ws.artifacts_dir, config)
+    in_scope = {f.path for f in manifest.in_scope}
+    ran = run_analyzers(config.analyzers.run, ws.root, ws.artifacts_dir / "analyzers")
+    sources = [ws.root / p for p in config.analyzers.sarif] + [r.sarif for r in ran if r.sarif is not None]
+    imported = import_leads(sources, ws.root, in_scope.__contains__)
+    now = ws.now()
+    with ws.store.write() as tx:
+        previous = tx.current_audit()
+        audit_id = tx.create_audit(
+            now=now, root=str(ws.root), git_head=manifest.git_head, git_dirty=manifest.git_dirty,
+            digest=manifest.digest, lenses=lenses,
+        )
+        tx.set_host_caps(audit_id, hosts.remember(arguments, previous.host_caps if previous else {}))
+        tx.insert_files(audit_id, manifest.files)
+        tx.insert_edges(audit_id, manifest.edges)
+        tx.insert_leads(audit_id, imported.leads)
+        tx.log(
+            now=now, audit_id=audit_id, actor="engine", action="intake",
+            detail=f"{len(manifest.in_scope)} file(s) in scope, {len(manifest.files) - len(manifest.in_scope)} "
+                   f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}"
+                   + (f"; {len(imported.leads)} analyzer lead(s) imported" if sources else "")
+                   + "".join(f"; {r.note}" for r in ran)
+                   + "".join(f", {n} dropped ({why})" for why, n in sorted(imported.dropped.items())),
+            outcome="ok",
+        )
+
+
+def plan(ws: Workspace, config: SessionConfig) -> None:
+    """The coverage matrix of the new audit, with what an earlier audit already covered carried forward."""
+    now = ws.now()
+    with ws.store.write() as tx:
+        audit = ws.require_audit(tx)
+        count = tx.insert_matrix(audit.audit_id, build_matrix(tx.files(audit.audit_id), config), now)
+        carried, previous = carry_forward(tx, audit.audit_id, now, enabled=config.carry_forward)
+        kept = copy_findings(tx, audit.audit_id, previous, carried) if previous is not None else 0
+        tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="plan",
+               detail=f"{count} cell(s) over lenses {', '.join(audit.lenses)}"
+                      + (f"; {len(carried)} carried forward from audit {previous} with {kept} finding(s), "
+                         "content unchanged" if carried else ""), outcome="ok")

@@ -1,0 +1,114 @@
+"""One repository's workspace: its root, artifacts directory, store, learned state, clock and file paths.
+
+Every use case takes a ``Workspace``; the facade (``AuditService``) is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from audit_mcp.core.config import SessionConfig, load_config
+from audit_mcp.core.errors import ConfigError, NotFoundError, PathError
+from audit_mcp.core.fs import resolve_inside, write_atomic
+from audit_mcp.scheduling.learned import LearnedStore
+from audit_mcp.store.records import AuditRow
+from audit_mcp.store.sqlite import Store
+from audit_mcp.store.tx import Tx
+
+ARTIFACTS_DIRNAME = ".audit-mcp"
+
+Clock = Callable[[], datetime]
+
+
+def iso(moment: datetime) -> str:
+    """A moment as the UTC timestamp every file and row uses (``2026-12-01T08:55:07Z``)."""
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class Workspace:
+    """A repository root and everything the audit keeps about it."""
+
+    def __init__(
+        self,
+        root: Path,
+        artifacts_dir: Path | None = None,
+        *,
+        config_path: Path | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.root = Path(root).expanduser().resolve()
+        if not self.root.is_dir():
+            raise ConfigError(f"the repository root {self.root} is not a directory; pass an existing folder")
+        self.artifacts_dir = Path(artifacts_dir).expanduser().resolve() if artifacts_dir else (
+            self.root / ARTIFACTS_DIRNAME
+        )
+        if self.artifacts_dir == self.root:
+            raise ConfigError("the artifacts directory cannot be the repository root; pick a subfolder")
+        self.config_path = config_path
+        self._clock: Clock = clock or (lambda: datetime.now(UTC))
+        self.artifacts_dir.mkdir(parents=True, exist_ok=True)
+        ignore = self.artifacts_dir / ".gitignore"
+        if not ignore.exists():
+            write_atomic(ignore, "# audit-mcp's working files; never audited, never committed.\n*\n")
+        self.store = Store(self.artifacts_dir)
+        self.learned = LearnedStore()
+        self.probe_transport: httpx.BaseTransport | None = None  # a seam for tests of the provider probe
+
+    def now(self) -> str:
+        return iso(self._clock())
+
+    def clock(self) -> datetime:
+        return self._clock()
+
+    def config(self) -> SessionConfig:
+        return load_config(self.root, self.config_path)
+
+    # files ---------------------------------------------------------------------
+    @property
+    def step_json_path(self) -> Path:
+        return self.artifacts_dir / "steps" / "current-step.json"
+
+    @property
+    def step_prompt_path(self) -> Path:
+        return self.artifacts_dir / "steps" / "current-prompt.md"
+
+    @property
+    def report_md_path(self) -> Path:
+        return self.artifacts_dir / "report" / "report.md"
+
+    @property
+    def report_json_path(self) -> Path:
+        return self.artifacts_dir / "report" / "report.json"
+
+    @property
+    def report_sarif_path(self) -> Path:
+        return self.artifacts_dir / "report" / "report.sarif"
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.artifacts_dir / "runs" / run_id
+
+    def plan_path(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / "dispatch-plan.json"
+
+    def packet_prompt_path(self, run_id: str, packet_id: str) -> Path:
+        return self.run_dir(run_id) / "packets" / f"{packet_id}.md"
+
+    def read_lines(self, path: str) -> list[str] | None:
+        """A repository file's lines (None when it cannot be read inside the root)."""
+        try:
+            target = resolve_inside(self.root, path)
+            return target.read_bytes().decode("utf-8", errors="replace").splitlines()
+        except (PathError, OSError):
+            return None
+
+    # state ---------------------------------------------------------------------
+    @staticmethod
+    def require_audit(tx: Tx) -> AuditRow:
+        audit = tx.current_audit()
+        if audit is None:
+            raise NotFoundError("no audit has started in this artifacts directory; call next_step first")
+        return audit
