@@ -58,9 +58,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.scheduling import scheduler as scheduler_module
+from audit_mcp.scheduling.learning import learn
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits, balanced_waves
 from audit_mcp.scheduling.pacing import run_outcome, with_observed
-from audit_mcp.scheduling.scheduler import Learned, PacketLoad, learn, packet_token_budget, physical_cap, schedule
+from audit_mcp.scheduling.scheduler import Learned, PacketLoad, packet_token_budget, physical_cap, schedule
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 TIERS = {  # requests/min, input tokens/min, output tokens/min

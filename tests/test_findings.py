@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from audit_mcp.engine.validation import MAX_EVIDENCE_LINES, locate_evidence
+from audit_mcp.engine.checks import MAX_EVIDENCE_LINES, locate_evidence
 from audit_mcp.findings.synthesis import fingerprint, synthesize
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer, git

@@ -6,13 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from audit_mcp.scheduling.learning import RunOutcome, learn
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits
 from audit_mcp.scheduling.scheduler import (
     Learned,
     PacketLoad,
-    RunOutcome,
     launch_offsets,
-    learn,
     packet_token_budget,
     physical_cap,
     schedule,

@@ -1,0 +1,9 @@
+"""The vocabulary every layer shares, and nothing else.
+
+Errors (``errors``), the session config (``config``), the result contracts the
+surfaces return (``models``), checks on identifiers and free text (``text``),
+confined paths and atomic writes (``fs``), the progress callback type
+(``progress``) and the version (``version``).
+
+May import: nothing of audit_mcp. Imported by every layer.
+"""

@@ -7,116 +7,31 @@ names where the problem is (a JSON-pointer-like location) and how to fix it.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from audit_mcp.core.errors import PathError
 from audit_mcp.core.fs import normalize_relpath
+from audit_mcp.engine.checks import (
+    CONFIDENCES,
+    EVIDENCE_SLACK_LINES,
+    MAX_EVIDENCE_CHARS,
+    MAX_EVIDENCE_LINES,
+    MAX_FINDINGS_PER_TASK,
+    MAX_RELATED,
+    MIN_EVIDENCE_CHARS,
+    MIN_SUMMARY_CHARS,
+    SEVERITIES,
+    STATUSES,
+    VACUOUS_SUMMARY,
+    Outcome,
+    line_field,
+    locate_evidence,
+    objects_in,
+    squash,
+    text_field,
+)
 from audit_mcp.store.records import VERDICTS, Cell, Lead
-
-SEVERITIES = ("critical", "high", "medium", "low", "info")
-CONFIDENCES = ("high", "medium", "low")
-STATUSES = ("reviewed", "not_applicable", "could_not_review")
-ROLES_HINT = "e.g. source, sink, caller, validator"
-
-MAX_PAYLOAD_CHARS = 1_000_000
-MAX_FINDINGS_PER_TASK = 50
-MAX_EVIDENCE_CHARS = 2_000
-MAX_EVIDENCE_LINES = 40
-MIN_EVIDENCE_CHARS = 8
-MAX_RELATED = 10
-EVIDENCE_SLACK_LINES = 3
-MIN_SUMMARY_CHARS = 30
-TEXT_CAPS = {"title": 200, "category": 100, "description": 4_000, "recommendation": 2_000, "symbol": 200,
-             "summary": 2_000, "reason": 1_000}
-_VACUOUS = re.compile(r"^\W*(no (obvious |apparent )?(issues|problems|findings)( found)?|looks (good|fine)|lgtm"
-                      r"|nothing (found|to report)|clean|ok)\W*$", re.I)
-_WS = re.compile(r"\s+")
-
-
-@dataclass(frozen=True)
-class Problem:
-    location: str
-    message: str
-
-
-@dataclass
-class Outcome:
-    errors: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
-    results: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def accepted(self) -> bool:
-        return not self.errors
-
-    def error(self, location: str, message: str) -> None:
-        self.errors.append(Problem(location, message))
-
-    def warn(self, location: str, message: str) -> None:
-        self.warnings.append(Problem(location, message))
-
-
-def _norm(text: str) -> str:
-    return _WS.sub(" ", text).strip()
-
-
-def locate_evidence(lines: Sequence[str], evidence: str) -> list[tuple[int, int]]:
-    """Every (start, end) 1-based line range where ``evidence`` appears, whitespace-insensitively.
-
-    Blank lines are ignored on both sides; each evidence line must be contained
-    in the corresponding file line, so the first and last may be partial.
-    """
-    wanted = [_norm(x) for x in evidence.splitlines() if x.strip()]
-    if not wanted:
-        return []
-    nonblank = [(i + 1, _norm(text)) for i, text in enumerate(lines) if text.strip()]
-    found = []
-    for idx in range(len(nonblank) - len(wanted) + 1):
-        if wanted[0] not in nonblank[idx][1]:
-            continue
-        if all(wanted[j] in nonblank[idx + j][1] for j in range(1, len(wanted))):
-            found.append((nonblank[idx][0], nonblank[idx + len(wanted) - 1][0]))
-    return found
-
-
-def _objects(out: Outcome, raw: list[Any], loc: str, not_an_object: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Each item of an array that should hold objects, with its location; any other item is an error."""
-    for k, item in enumerate(raw):
-        if isinstance(item, dict):
-            yield f"{loc}/{k}", item
-        else:
-            out.error(f"{loc}/{k}", not_an_object)
-
-
-def _text(out: Outcome, obj: Mapping[str, Any], key: str, loc: str, *, required: bool) -> str | None:
-    value = obj.get(key)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        if required:
-            out.error(f"{loc}/{key}", f"'{key}' is required: give a non-empty string")
-        return None
-    if not isinstance(value, str):
-        out.error(f"{loc}/{key}", f"'{key}' must be a string, not {type(value).__name__}")
-        return None
-    cap = TEXT_CAPS.get(key)
-    if cap is not None and len(value) > cap:
-        out.error(f"{loc}/{key}", f"'{key}' has {len(value)} characters; keep it under {cap}")
-        return None
-    return value.strip()
-
-
-def _line(out: Outcome, obj: Mapping[str, Any], key: str, loc: str) -> int | None:
-    value = obj.get(key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        out.error(f"{loc}/{key}", f"'{key}' must be a whole line number (1-based), not {value!r}")
-        return None
-    if value < 1:
-        out.error(f"{loc}/{key}", f"'{key}' is {value}; line numbers start at 1")
-        return None
-    return value
 
 
 class PacketValidator:
@@ -201,16 +116,16 @@ class PacketValidator:
         status = item.get("status")
         if status not in STATUSES:
             out.error(f"{loc}/status", f"status {status!r} is not one of {', '.join(STATUSES)}")
-        summary = _text(out, item, "summary", loc, required=True)
+        summary = text_field(out, item, "summary", loc, required=True)
         if summary is not None and status == "reviewed" and (
-            len(summary) < MIN_SUMMARY_CHARS or _VACUOUS.match(summary)
+            len(summary) < MIN_SUMMARY_CHARS or VACUOUS_SUMMARY.match(summary)
         ):
             out.error(
                 f"{loc}/summary",
                 "the summary must say what you examined (functions, inputs, sinks, searches) and, with no "
                 "findings, why the code is clear; 'no obvious issues' is not an answer",
             )
-        reason = _text(out, item, "reason", loc, required=status in ("not_applicable", "could_not_review"))
+        reason = text_field(out, item, "reason", loc, required=status in ("not_applicable", "could_not_review"))
         raw_findings = item.get("findings", [])
         if raw_findings is None:
             raw_findings = []
@@ -264,7 +179,7 @@ class PacketValidator:
         if lines is None:
             out.error(f"{loc}/file", f"'{raw_file}' cannot be read inside the repository root; check the path")
             return None
-        start, end = _line(out, obj, "start_line", loc), _line(out, obj, "end_line", loc)
+        start, end = line_field(out, obj, "start_line", loc), line_field(out, obj, "end_line", loc)
         if start is None or end is None:
             return None
         if end < start:
@@ -283,11 +198,11 @@ class PacketValidator:
             out.error(loc, "each finding must be an object")
             return None
         before = len(out.errors)
-        title = _text(out, raw, "title", loc, required=True)
-        category = _text(out, raw, "category", loc, required=True)
-        description = _text(out, raw, "description", loc, required=True)
-        recommendation = _text(out, raw, "recommendation", loc, required=True)
-        symbol = _text(out, raw, "symbol", loc, required=False)
+        title = text_field(out, raw, "title", loc, required=True)
+        category = text_field(out, raw, "category", loc, required=True)
+        description = text_field(out, raw, "description", loc, required=True)
+        recommendation = text_field(out, raw, "recommendation", loc, required=True)
+        symbol = text_field(out, raw, "symbol", loc, required=False)
         severity, confidence = raw.get("severity"), raw.get("confidence")
         if severity not in SEVERITIES:
             out.error(f"{loc}/severity", f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
@@ -295,7 +210,7 @@ class PacketValidator:
             out.error(f"{loc}/confidence", f"confidence {confidence!r} is not one of {', '.join(CONFIDENCES)}")
         place = self._location(out, raw, loc, allowed=self.packet_files)
         evidence = raw.get("evidence")
-        if not isinstance(evidence, str) or len(_norm(evidence)) < MIN_EVIDENCE_CHARS:
+        if not isinstance(evidence, str) or len(squash(evidence)) < MIN_EVIDENCE_CHARS:
             out.error(
                 f"{loc}/evidence",
                 f"'evidence' must quote at least {MIN_EVIDENCE_CHARS} characters copied verbatim from the file",
@@ -365,7 +280,7 @@ class PacketValidator:
             out.error(f"{loc}/leads", f"a task with status {status} cannot judge leads; use status reviewed")
             return []
         clean = []
-        for vloc, item in _objects(out, raw, f"{loc}/leads", "each lead verdict must be an object {lead_id, verdict, "
+        for vloc, item in objects_in(out, raw, f"{loc}/leads", "each lead verdict must be an object {lead_id, verdict, "
                                    "reason}"):
             lead_id = item.get("lead_id")
             lead = self.leads.get(lead_id) if isinstance(lead_id, str) else None
@@ -382,7 +297,7 @@ class PacketValidator:
             if verdict not in VERDICTS:
                 out.error(f"{vloc}/verdict", f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
                 continue
-            why = _text(out, item, "reason", vloc, required=True)
+            why = text_field(out, item, "reason", vloc, required=True)
             if why is not None:
                 clean.append({"lead_id": lead.lead_id, "verdict": verdict, "reason": why})
         return clean
@@ -416,9 +331,9 @@ class PacketValidator:
             out.error(f"{loc}/related_locations", f"at most {MAX_RELATED} related locations")
             return []
         clean = []
-        for rloc, item in _objects(out, raw, f"{loc}/related_locations", "each related location must be an object"):
+        for rloc, item in objects_in(out, raw, f"{loc}/related_locations", "each related location must be an object"):
             place = self._location(out, item, rloc, allowed=None)
-            role = _text(out, item, "role", rloc, required=False) or "related"
+            role = text_field(out, item, "role", rloc, required=False) or "related"
             if place is not None:
                 clean.append({"file": place[0], "start_line": place[1], "end_line": place[2], "role": role[:60]})
         return clean

@@ -1,0 +1,11 @@
+"""What reviews produce, and how it is told: synthesis, reports, SARIF, comparison, analyzer leads.
+
+``synthesis`` deduplicates findings, fingerprints them and groups them into
+work blocks; ``report`` renders Markdown and JSON; ``sarif`` renders SARIF
+2.1.0; ``comparison`` matches an audit against the previous one; ``leads``
+imports static-analyzer alerts as leads and ``analyzers`` runs the
+analyzers a config names.
+
+May import: ``store``, ``core``. Never ``engine``, ``scheduling``,
+``usecases`` or ``surfaces``.
+"""

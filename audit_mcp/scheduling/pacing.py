@@ -16,9 +16,10 @@ from typing import Any
 
 from audit_mcp.core.config import SchedulerConfig
 from audit_mcp.core.errors import ConfigError
+from audit_mcp.scheduling.learning import RunOutcome
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits
 from audit_mcp.scheduling.ratelimits import parse_error_text
-from audit_mcp.scheduling.scheduler import Forecast, Learned, RunOutcome, Schedule
+from audit_mcp.scheduling.scheduler import Forecast, Learned, Schedule
 
 WAVE_KINDS = ("rolling", "whole_wave")
 PROBE_MODES = ("never", "auto", "force")

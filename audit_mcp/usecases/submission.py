@@ -8,7 +8,8 @@ from typing import Any
 
 from audit_mcp.core.models import Problem, Receipt
 from audit_mcp.core.text import capped, clean_text, id_problem
-from audit_mcp.engine.validation import MAX_PAYLOAD_CHARS, PacketValidator
+from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS
+from audit_mcp.engine.validation import PacketValidator
 from audit_mcp.scheduling.leases import superseded_message
 from audit_mcp.usecases.workspace import Workspace
 
