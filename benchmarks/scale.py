@@ -59,7 +59,7 @@ class Cache{n}:
         self.items[key] = value
 '''
 
-_JS = '''// Module {n}: client helpers for area {area}.
+_JS = """// Module {n}: client helpers for area {area}.
 const api = require("./{sibling}");
 
 function render{n}(user) {{
@@ -75,12 +75,16 @@ async function load{n}(id) {{
 }}
 
 module.exports = {{ render{n}, load{n}, api }};
-'''
+"""
 
 
 def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.email=b@example.com", "-c", "user.name=bench", "-c", "init.defaultBranch=main",
-                    *args], cwd=root, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=b@example.com", "-c", "user.name=bench", "-c", "init.defaultBranch=main", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
 
 
 def generate(root: Path, files: int) -> None:
@@ -101,14 +105,15 @@ def generate(root: Path, files: int) -> None:
 
 
 def _child(code: str, *args: str) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False,
-                          cwd=HERE.parent)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False, cwd=HERE.parent
+    )
     if proc.returncode != 0:
         raise SystemExit(proc.stderr)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-_FIRST_STEP = '''
+_FIRST_STEP = """
 import json, resource, sys, time
 from pathlib import Path
 from audit_mcp.usecases.service import AuditService
@@ -124,9 +129,9 @@ print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource
                   "tasks": sum(len(p["tasks"]) for p in plan["packets"]),
                   "step_result_chars": len(step.model_dump_json()),
                   "plan_file_chars": len(Path(step.artifact_paths["plan"]).read_text())}))
-'''
+"""
 
-_SUBMIT_AND_MERGE = '''
+_SUBMIT_AND_MERGE = """
 import json, resource, sys, time
 from pathlib import Path
 from audit_mcp.usecases.service import AuditService
@@ -162,7 +167,7 @@ print(json.dumps({
     "final_step_chars": len(final.model_dump_json()),
     "status_chars": len(service.status().model_dump_json()),
     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-'''
+"""
 
 
 def _read_all_bytes(root: Path) -> float:
@@ -172,10 +177,20 @@ def _read_all_bytes(root: Path) -> float:
 
 
 def _machine() -> dict[str, str]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    return {"nproc": str(os.cpu_count()), "cpu": cpu, "python": platform.python_version(),
-            "platform": platform.platform()}
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def main() -> None:
@@ -201,13 +216,21 @@ def main() -> None:
         _child(_FIRST_STEP, str(root), str(base / "artifacts-10k"), str(half))
         submit = _child(_SUBMIT_AND_MERGE, str(root), str(base / "artifacts-10k"), str(half))
         out = {
-            "machine": _machine(), "files": args.files, "generate_seconds": round(generated, 2),
+            "machine": _machine(),
+            "files": args.files,
+            "generate_seconds": round(generated, 2),
             "read_all_bytes_seconds": round(baseline, 3),
-            "first_next_step": first, "first_next_step_ratio": round(first["seconds"] / baseline, 2),
+            "first_next_step": first,
+            "first_next_step_ratio": round(first["seconds"] / baseline, 2),
             "ten_thousand_tasks": submit,
-            "largest_tool_result_tokens": max(first["step_result_chars"], submit["receipt_max_chars"],
-                                              submit["merge_summary_chars"], submit["final_step_chars"],
-                                              submit["status_chars"]) // TOKEN_CHARS,
+            "largest_tool_result_tokens": max(
+                first["step_result_chars"],
+                submit["receipt_max_chars"],
+                submit["merge_summary_chars"],
+                submit["final_step_chars"],
+                submit["status_chars"],
+            )
+            // TOKEN_CHARS,
             "benchmark_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
         print(json.dumps(out, indent=2))

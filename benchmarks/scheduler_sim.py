@@ -57,11 +57,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from audit_mcp.core.config import SessionConfig
+from audit_mcp.scheduling import budget as budget_module
+from audit_mcp.scheduling import profile as profile_module
 from audit_mcp.scheduling import scheduler as scheduler_module
+from audit_mcp.scheduling.budget import packet_token_budget
 from audit_mcp.scheduling.learning import learn
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits, balanced_waves
 from audit_mcp.scheduling.pacing import run_outcome, with_observed
-from audit_mcp.scheduling.scheduler import Learned, PacketLoad, packet_token_budget, physical_cap, schedule
+from audit_mcp.scheduling.profile import Learned
+from audit_mcp.scheduling.scheduler import PacketLoad, physical_cap, schedule
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 TIERS = {  # requests/min, input tokens/min, output tokens/min
@@ -168,10 +172,13 @@ def lower_bound(packets: list[Packet], limits: tuple[int, int, int], cap: int, k
     total_in = sum(c.input_tokens for p in packets for c in p.calls)
     total_out = sum(c.output_tokens for p in packets for c in p.calls)
     total_calls = sum(len(p.calls) for p in packets)
-    bounds = [durations[0], sum(durations) / cap,
-              max(0.0, total_in - itpm) / (itpm / 60) + tau,
-              max(0.0, total_out - otpm) / (otpm / 60) + tau,
-              max(0.0, total_calls - rpm) / (rpm / 60) + tau]
+    bounds = [
+        durations[0],
+        sum(durations) / cap,
+        max(0.0, total_in - itpm) / (itpm / 60) + tau,
+        max(0.0, total_out - otpm) / (otpm / 60) + tau,
+        max(0.0, total_calls - rpm) / (rpm / 60) + tau,
+    ]
     if kind == "whole_wave":
         bounds.append(sum(durations[k] for k in range(0, len(durations), cap)))
     return max(bounds)
@@ -197,8 +204,9 @@ class Provider:
         """None when admitted, else the retry-after in seconds."""
         self._refill(now)
         need = [1.0, float(input_tokens), float(self.max_tokens)]
-        short = [((n - lv) / r, i) for i, (n, lv, r) in enumerate(zip(need, self.levels, self.rates, strict=True))
-                 if n > lv]
+        short = [
+            ((n - lv) / r, i) for i, (n, lv, r) in enumerate(zip(need, self.levels, self.rates, strict=True)) if n > lv
+        ]
         if short:
             wait, self.short = max(short)
             return float(max(1, math.ceil(wait)))
@@ -213,8 +221,10 @@ class Provider:
         """What a host shows for a packet that failed throttled: the API's message, which names the one limit
         the refused call would have exceeded (not the response headers), and the wait."""
         unit = ("requests", "input tokens", "output tokens")[self.short]
-        message = (f"This request would exceed the rate limit for your organization of {int(self.caps[self.short]):,} "
-                   f"{unit} per minute.")
+        message = (
+            f"This request would exceed the rate limit for your organization of {int(self.caps[self.short]):,} "
+            f"{unit} per minute."
+        )
         body = json.dumps({"type": "error", "error": {"type": "rate_limit_error", "message": message}})
         return f"API Error: 429 {body} retry-after: {int(retry)}"
 
@@ -231,7 +241,11 @@ class RunResult:
 
 
 def run_packets(
-    provider: Provider, packets: list[Packet], width: int, kind: str, start: float,
+    provider: Provider,
+    packets: list[Packet],
+    width: int,
+    kind: str,
+    start: float,
     not_before: dict[str, float] | None = None,
 ) -> RunResult:
     """One run: ``width`` subagents at a time, rolling or in whole waves, each call retried by the host.
@@ -282,7 +296,7 @@ def run_packets(
                 out.end = max(out.end, now)
                 launch(now)
                 continue
-            wait = retry if retry <= 60 else min(60.0, 2.0 ** tries)
+            wait = retry if retry <= 60 else min(60.0, 2.0**tries)
             heapq.heappush(events, (now + wait, next(seq), "call", packet, j, tries + 1, 0.0))
         else:
             provider.refund(now, provider.max_tokens - call.output_tokens)
@@ -308,10 +322,12 @@ def _limits(values: tuple[int, int, int], confidence: str, accounting: str) -> R
 
 def _true_profile(packets: list[Packet]) -> Learned:
     n = len(packets)
-    return Learned(run_seconds=sum(p.duration for p in packets) / n,
-                   input_ratio=sum(sum(c.input_tokens for c in p.calls) / p.text_tokens for p in packets) / n,
-                   output_tokens=sum(sum(c.output_tokens for c in p.calls) for p in packets) / n,
-                   calls=sum(len(p.calls) for p in packets) / n)
+    return Learned(
+        run_seconds=sum(p.duration for p in packets) / n,
+        input_ratio=sum(sum(c.input_tokens for c in p.calls) / p.text_tokens for p in packets) / n,
+        output_tokens=sum(sum(c.output_tokens for c in p.calls) for p in packets) / n,
+        calls=sum(len(p.calls) for p in packets) / n,
+    )
 
 
 @dataclass
@@ -377,8 +393,9 @@ def naive_budget(sc: Scenario) -> int:
     return min(MAX_PACKET_TOKENS, _limits(truth, "low", sc.accounting).packet_budget, int(truth[1] * 0.6))
 
 
-def _budget(sc: Scenario, strategy: str, files: list[tuple[str, int]], limits: ResolvedLimits, learned: Learned,
-            max_tokens: int) -> int:
+def _budget(
+    sc: Scenario, strategy: str, files: list[tuple[str, int]], limits: ResolvedLimits, learned: Learned, max_tokens: int
+) -> int:
     """The packet budget each strategy packs with: the server's, from what it was told and has learned."""
     if strategy == "naive":
         return naive_budget(sc)
@@ -386,8 +403,9 @@ def _budget(sc: Scenario, strategy: str, files: list[tuple[str, int]], limits: R
         # The run profile depends on the packing: two rounds from the default packing settle it.
         budget = naive_budget(sc)
         for _ in range(2):
-            budget = packet_token_budget(limits, _true_profile(packets_of(sc, files, budget, max_tokens, 0)),
-                                         MAX_PACKET_TOKENS, sc.cap)
+            budget = packet_token_budget(
+                limits, _true_profile(packets_of(sc, files, budget, max_tokens, 0)), MAX_PACKET_TOKENS, sc.cap
+            )
         return budget
     return packet_token_budget(with_observed(limits, learned), learned, MAX_PACKET_TOKENS, sc.cap)
 
@@ -399,8 +417,7 @@ def simulate(sc: Scenario, strategy: str, *, warm: bool = False) -> Outcome:
     files = code(random.Random(sc.seed), sc.code_tokens)
     prior = tuple(max(1, int(v * sc.prior)) for v in truth)
     confidence = "high" if strategy == "oracle" else {"table": "low", "config": "medium"}[sc.told]
-    limits = _limits(truth if strategy == "oracle" else prior, confidence,
-                     sc.accounting)
+    limits = _limits(truth if strategy == "oracle" else prior, confidence, sc.accounting)
     learned, t0 = Learned(), EPOCH
     if warm and strategy == "scheduler":
         earlier = code(random.Random(sc.seed + 1), sc.code_tokens)
@@ -413,17 +430,25 @@ def simulate(sc: Scenario, strategy: str, *, warm: bool = False) -> Outcome:
 
 def _usage(packet: Packet, result: RunResult) -> dict[str, float]:
     """The ``usage`` block a finished packet's subagent sends with its submission."""
-    usage = {"input_tokens": float(sum(c.input_tokens for c in packet.calls)),
-             "output_tokens": float(sum(c.output_tokens for c in packet.calls)), "api_calls": float(len(packet.calls)),
-             "seconds": result.finished[packet.packet_id]}
+    usage = {
+        "input_tokens": float(sum(c.input_tokens for c in packet.calls)),
+        "output_tokens": float(sum(c.output_tokens for c in packet.calls)),
+        "api_calls": float(len(packet.calls)),
+        "seconds": result.finished[packet.packet_id],
+    }
     if REPORT_THROTTLED_CALLS:
         usage["rate_limited_calls"] = float(result.throttled.get(packet.packet_id, 0))
     return usage
 
 
 def _audit(
-    sc: Scenario, strategy: str, files: list[tuple[str, int]], provider: Provider, limits: ResolvedLimits,
-    learned: Learned, t0: datetime,
+    sc: Scenario,
+    strategy: str,
+    files: list[tuple[str, int]],
+    provider: Provider,
+    limits: ResolvedLimits,
+    learned: Learned,
+    t0: datetime,
 ) -> tuple[Outcome, Learned, datetime]:
     pending = list(files)
     clock = 0.0
@@ -433,8 +458,9 @@ def _audit(
         if not pending:
             break
         now = t0 + timedelta(seconds=clock)
-        packets = packets_of(sc, pending, _budget(sc, strategy, pending, limits, learned, provider.max_tokens),
-                             provider.max_tokens, run)
+        packets = packets_of(
+            sc, pending, _budget(sc, strategy, pending, limits, learned, provider.max_tokens), provider.max_tokens, run
+        )
         launch = list(packets)
         if strategy == "oracle":
             learned = _true_profile(packets)
@@ -443,8 +469,15 @@ def _audit(
             width, start, not_before = balanced_waves(len(packets), sc.cap)[0], clock, {}
         else:
             seen = with_observed(limits, learned)
-            plan = schedule(seen, learned, sc.cap, sc.kind, [PacketLoad(p.packet_id, p.text_tokens) for p in packets],
-                            now, half_life=HALF_LIFE)
+            plan = schedule(
+                seen,
+                learned,
+                sc.cap,
+                sc.kind,
+                [PacketLoad(p.packet_id, p.text_tokens) for p in packets],
+                now,
+                half_life=HALF_LIFE,
+            )
             width = plan.wave_size
             not_before = dict(zip(plan.order, plan.launch_offsets, strict=True))
             wait = (plan.cooldown_until - now).total_seconds() if plan.cooldown_until else 0.0
@@ -460,18 +493,28 @@ def _audit(
         if strategy == "scheduler":
             usage = [(_usage(p, result), p.text_tokens) for p in done]
             at = t0 + timedelta(seconds=clock)
-            taught = run_outcome(launched=len(packets), wave_size=width, succeeded=len(done),
-                                 reported=result.failed, usage=usage, now=at)
-            c_phys, _ = physical_cap(with_observed(limits, learned), sc.cap,
-                                     sum(p.text_tokens for p in packets) / len(packets), learned)
+            taught = run_outcome(
+                launched=len(packets), wave_size=width, succeeded=len(done), reported=result.failed, usage=usage, now=at
+            )
+            c_phys, _ = physical_cap(
+                with_observed(limits, learned), sc.cap, sum(p.text_tokens for p in packets) / len(packets), learned
+            )
             learned = learn(learned, taught, at, c_phys, HALF_LIFE)
         total.failed.update({f"{run}:{k}": v for k, v in result.failed.items()})
         completed += done
         # A failed packet's files go back into the queue, to be packed again for the next run.
         pending = [f for p in packets if p.packet_id in result.failed for f in p.files]
     bound = lower_bound(completed, TIERS[sc.tier], sc.cap, sc.kind) if completed else 0.0
-    outcome = Outcome(clock, bound, total.calls, total.rate_limited, len(total.failed), total.wasted_tokens,
-                      packets=len(completed), unfinished_files=len(pending))
+    outcome = Outcome(
+        clock,
+        bound,
+        total.calls,
+        total.rate_limited,
+        len(total.failed),
+        total.wasted_tokens,
+        packets=len(completed),
+        unfinished_files=len(pending),
+    )
     return outcome, learned, t0 + timedelta(seconds=clock)
 
 
@@ -481,8 +524,7 @@ def scenarios(quick: bool, seeds: int, told: str = "table") -> list[Scenario]:
     for tier, cap, kind, prior, accounting in shapes:
         for seed in range(seeds):
             n = 24 if quick else 60
-            out.append(Scenario(tier, cap, kind, prior, accounting, seed * 7919 + cap, n * CODE_TOKENS_PER_SLOT,
-                                    told))
+            out.append(Scenario(tier, cap, kind, prior, accounting, seed * 7919 + cap, n * CODE_TOKENS_PER_SLOT, told))
     return out
 
 
@@ -500,7 +542,8 @@ def summarise(rows: list[tuple[Scenario, Outcome]]) -> dict[str, float | int]:
         "calls": calls,
         # The same share over the scenarios where one subagent alone stays within the input bucket.
         "rate_limited_share_lone_run_fits": round(sum(o.rate_limited for o in fits) / fits_calls, 4)
-        if fits_calls else 0.0,
+        if fits_calls
+        else 0.0,
         "failed_packets": sum(o.failed_packets for _, o in rows),
         "packets": sum(o.packets for _, o in rows),
         "unfinished_files": sum(o.unfinished_files for _, o in rows),
@@ -514,9 +557,11 @@ def against_naive(rows: list[tuple[Scenario, Outcome]], naive: list[tuple[Scenar
     pairs = [(o.makespan, n.makespan) for (_, o), (_, n) in zip(rows, naive, strict=True) if n.rate_limited]
     if not pairs:
         return {}
-    return {"binding_scenarios": len(pairs),
-            "makespan_over_naive_where_limits_bind_median": round(statistics.median(a / b for a, b in pairs), 3),
-            "no_slower_than_naive_where_limits_bind": round(sum(a <= b for a, b in pairs) / len(pairs), 3)}
+    return {
+        "binding_scenarios": len(pairs),
+        "makespan_over_naive_where_limits_bind_median": round(statistics.median(a / b for a, b in pairs), 3),
+        "no_slower_than_naive_where_limits_bind": round(sum(a <= b for a, b in pairs) / len(pairs), 3),
+    }
 
 
 def _group(sc: Scenario, by: str) -> tuple[str, ...]:
@@ -533,11 +578,11 @@ def ablate(names: list[str]) -> None:
     if "whole_wave_peak" in names:
         scheduler_module.WHOLE_WAVE_INPUT_PEAK = 1.0
     if "uncached_cap" in names:
-        scheduler_module.UNCACHED_PACKET_TOKENS = 10**9
+        budget_module.UNCACHED_PACKET_TOKENS = 10**9
     if "wave_offsets" in names:
         scheduler_module._by_wave = lambda offsets, waves: offsets
     if "full_width" in names:
-        scheduler_module.TARGET_UTILISATION = 0.85
+        profile_module.TARGET_UTILISATION = 0.85
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -545,24 +590,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer and smaller scenarios (under a minute)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on the last line")
     parser.add_argument("--table", action="store_true", help="with --json, print the table too")
-    parser.add_argument("--by", choices=("tier", "kind", "prior"), default="tier",
-                        help="how the table groups scenarios (kind: tier, accounting and host kind)")
-    parser.add_argument("--priors", choices=("table", "config"), default="table",
-                        help="where the wrong limits come from: the built-in table (low confidence) or the "
-                             "session config (medium)")
+    parser.add_argument(
+        "--by",
+        choices=("tier", "kind", "prior"),
+        default="tier",
+        help="how the table groups scenarios (kind: tier, accounting and host kind)",
+    )
+    parser.add_argument(
+        "--priors",
+        choices=("table", "config"),
+        default="table",
+        help="where the wrong limits come from: the built-in table (low confidence) or the session config (medium)",
+    )
     parser.add_argument("--seeds", type=int, default=None, help="seeds per scenario shape")
-    parser.add_argument("--without", action="append", choices=sorted(ABLATIONS), default=[],
-                        help="switch a part of the scheduler off (repeatable): " + "; ".join(
-                            f"{k}: {v}" for k, v in ABLATIONS.items()).replace("%", "%%"))
+    parser.add_argument(
+        "--without",
+        action="append",
+        choices=sorted(ABLATIONS),
+        default=[],
+        help="switch a part of the scheduler off (repeatable): "
+        + "; ".join(f"{k}: {v}" for k, v in ABLATIONS.items()).replace("%", "%%"),
+    )
     args = parser.parse_args(argv)
     ablate(args.without)
     seeds = args.seeds or (3 if args.quick else 10)
     started = time.monotonic()
-    results: dict[str, list[tuple[Scenario, Outcome]]] = {"scheduler": [], "naive": [], "oracle": [],
-                                                           "scheduler_cold": []}
+    results: dict[str, list[tuple[Scenario, Outcome]]] = {
+        "scheduler": [],
+        "naive": [],
+        "oracle": [],
+        "scheduler_cold": [],
+    }
     for sc in scenarios(args.quick, seeds, args.priors):
-        outcomes = {strategy: simulate(sc, "scheduler" if strategy == "scheduler_cold" else strategy,
-                                       warm=strategy == "scheduler") for strategy in results}
+        outcomes = {
+            strategy: simulate(
+                sc, "scheduler" if strategy == "scheduler_cold" else strategy, warm=strategy == "scheduler"
+            )
+            for strategy in results
+        }
         # The same code packed differently has different bounds: compare every strategy against the smallest
         # of those that reviewed all of it (one that gave up completed fewer packets, hence a smaller bound).
         reference = min((o.lower_bound for o in outcomes.values() if not o.unfinished_files), default=0.0)
@@ -574,22 +639,34 @@ def main(argv: list[str] | None = None) -> int:
         summary[name].update(against_naive(results[name], results["naive"]))
     if not args.json or args.table:
         groups: list[tuple[str, ...]] = (
-            [(f"{p:g}×",) for p in PRIOR_FACTORS] if args.by == "prior"
+            [(f"{p:g}×",) for p in PRIOR_FACTORS]
+            if args.by == "prior"
             else list(itertools.product(TIERS, ("cached", "uncached"), ("rolling", "whole_wave")))
-            if args.by == "kind" else list(itertools.product(TIERS, ("cached", "uncached"))))
-        heads = (["limit prior"] if args.by == "prior" else ["tier", "accounting", "host"] if args.by == "kind"
-                 else ["tier", "accounting"])
-        print("| " + " | ".join(heads) + " | strategy | makespan/LB median | p90 | makespan / naive's, median |"
-              " 429s / calls | failed packets | tokens wasted |")
+            if args.by == "kind"
+            else list(itertools.product(TIERS, ("cached", "uncached")))
+        )
+        heads = (
+            ["limit prior"]
+            if args.by == "prior"
+            else ["tier", "accounting", "host"]
+            if args.by == "kind"
+            else ["tier", "accounting"]
+        )
+        print(
+            "| " + " | ".join(heads) + " | strategy | makespan/LB median | p90 | makespan / naive's, median |"
+            " 429s / calls | failed packets | tokens wasted |"
+        )
         print("|" + "---|" * (len(heads) + 7))
         for group in groups:
             for name, rows in results.items():
                 picked = [i for i, r in enumerate(rows) if _group(r[0], args.by) == group]
                 part = summarise([rows[i] for i in picked])
                 versus = statistics.median(rows[i][1].makespan / results["naive"][i][1].makespan for i in picked)
-                print(f"| {' | '.join(group)} | {name} | {part['makespan_over_lb_median']:.2f} | "
-                      f"{part['makespan_over_lb_p90']:.2f} | {versus:.2f} | {part['rate_limited_share']:.1%} | "
-                      f"{part['failed_packets']} | {part['wasted_tokens']:,} |")
+                print(
+                    f"| {' | '.join(group)} | {name} | {part['makespan_over_lb_median']:.2f} | "
+                    f"{part['makespan_over_lb_p90']:.2f} | {versus:.2f} | {part['rate_limited_share']:.1%} | "
+                    f"{part['failed_packets']} | {part['wasted_tokens']:,} |"
+                )
         print(f"{len(results['scheduler'])} scenarios in {time.monotonic() - started:.1f}s")
     if args.json:
         print(json.dumps(summary))

@@ -73,8 +73,22 @@ class ScriptedReviewer:
                 ):
                     self.reported.add(issue["id"])
                     findings.append(
-                        {k: issue[k] for k in ("title", "severity", "confidence", "category", "file", "start_line",
-                                               "end_line", "evidence", "description", "recommendation", "symbol")}
+                        {
+                            k: issue[k]
+                            for k in (
+                                "title",
+                                "severity",
+                                "confidence",
+                                "category",
+                                "file",
+                                "start_line",
+                                "end_line",
+                                "evidence",
+                                "description",
+                                "recommendation",
+                                "symbol",
+                            )
+                        }
                     )
             out.append(
                 {

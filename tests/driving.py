@@ -32,8 +32,9 @@ def drive(
     service: AuditService, answer: Answer, *, new_audit: bool = False, analyzer_sarif: Sequence[Path] = ()
 ) -> Step:
     """Follow the steps to the report: answer every packet, merge every run."""
-    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 4}, new_audit=new_audit,
-                             analyzer_sarif=analyzer_sarif)
+    step = service.next_step(
+        {"can_dispatch_subagents": True, "max_active_subagents": 4}, new_audit=new_audit, analyzer_sarif=analyzer_sarif
+    )
     for _ in range(10):
         if step.step_kind != "dispatch_review":
             break
@@ -65,11 +66,16 @@ def judging(reviewer: ScriptedReviewer, prompt: str, packet: dict[str, Any]) -> 
     tasks = {t["task_id"]: t for t in packet["tasks"]}
     for lead_id, (file, line, _rule) in carried(prompt).items():
         result = next(r for r in results if tasks[r["task_id"]]["file"] == file)
-        hit = any(f["file"] == file and f["start_line"] - 2 <= line <= f["end_line"]
-                  for r in results for f in r["findings"])
-        result.setdefault("leads", []).append({
-            "lead_id": lead_id, "verdict": "confirmed" if hit else "refuted",
-            "reason": "the flagged code is the defect reported here" if hit else "the value never reaches a sink"})
+        hit = any(
+            f["file"] == file and f["start_line"] - 2 <= line <= f["end_line"] for r in results for f in r["findings"]
+        )
+        result.setdefault("leads", []).append(
+            {
+                "lead_id": lead_id,
+                "verdict": "confirmed" if hit else "refuted",
+                "reason": "the flagged code is the defect reported here" if hit else "the value never reaches a sink",
+            }
+        )
     return results
 
 
@@ -81,10 +87,26 @@ def with_second_lens(reviewer: ScriptedReviewer) -> Answer:
         results = reviewer.results(packet)
         for task, result in zip(packet["tasks"], results, strict=True):
             if task["file"] == "app/db.py" and task["lens"] == "correctness":
-                extra = {k: sqli[k] for k in ("confidence", "file", "start_line", "end_line", "evidence",
-                                              "description", "recommendation")}
-                result["findings"].append(extra | {"title": "Username interpolated into SQL text",
-                                                   "category": "query-construction", "severity": "high"})
+                extra = {
+                    k: sqli[k]
+                    for k in (
+                        "confidence",
+                        "file",
+                        "start_line",
+                        "end_line",
+                        "evidence",
+                        "description",
+                        "recommendation",
+                    )
+                }
+                result["findings"].append(
+                    extra
+                    | {
+                        "title": "Username interpolated into SQL text",
+                        "category": "query-construction",
+                        "severity": "high",
+                    }
+                )
         return results
 
     return answer
@@ -95,8 +117,9 @@ def judging_with_second_lens(reviewer: ScriptedReviewer) -> Answer:
     two_lenses = with_second_lens(reviewer)
 
     def answer(packet: dict[str, Any]) -> list[dict[str, Any]]:
-        judged = {r["task_id"]: r.get("leads") for r in judging(reviewer, Path(packet["prompt_path"]).read_text(),
-                                                                 packet)}
+        judged = {
+            r["task_id"]: r.get("leads") for r in judging(reviewer, Path(packet["prompt_path"]).read_text(), packet)
+        }
         results = two_lenses(packet)
         for result in results:
             if judged.get(result["task_id"]):

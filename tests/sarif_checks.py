@@ -82,8 +82,9 @@ def github_problems(doc: dict[str, Any]) -> list[str]:
                 if art.get("uriBaseId") not in bases:
                     problems.append(f"{where}: uriBaseId {art.get('uriBaseId')} is not in originalUriBaseIds")
                 region = loc["physicalLocation"].get("region", {})
-                if region.get("startLine", 0) < 1 or region.get("endLine", region.get("startLine", 1)) < \
-                        region.get("startLine", 0):
+                if region.get("startLine", 0) < 1 or region.get("endLine", region.get("startLine", 1)) < region.get(
+                    "startLine", 0
+                ):
                     problems.append(f"{where}: region lines must start at 1 and not run backwards")
             fingerprints = result.get("partialFingerprints", {})
             if "primaryLocationLineHash" in fingerprints:

@@ -26,8 +26,13 @@ def main() -> int:
         parser.add_argument(name, required=True)
     args = parser.parse_args()
     env = os.environ
-    expected = {"packet": "AUDIT_MCP_PACKET_ID", "run": "AUDIT_MCP_RUN_ID", "plan": "AUDIT_MCP_DISPATCH_PLAN",
-                "prompt": "AUDIT_MCP_PROMPT_PATH", "root": "AUDIT_MCP_ROOT"}
+    expected = {
+        "packet": "AUDIT_MCP_PACKET_ID",
+        "run": "AUDIT_MCP_RUN_ID",
+        "plan": "AUDIT_MCP_DISPATCH_PLAN",
+        "prompt": "AUDIT_MCP_PROMPT_PATH",
+        "root": "AUDIT_MCP_ROOT",
+    }
     for arg, var in expected.items():
         if getattr(args, arg) != env.get(var):
             print(f"argument {arg}={getattr(args, arg)!r} differs from {var}={env.get(var)!r}", file=sys.stderr)
@@ -36,8 +41,11 @@ def main() -> int:
     if state:
         (state / f"{args.packet}.started").touch()
     if env.get("SCRIPTED_WORKER_429") and env["SCRIPTED_WORKER_429"] in args.packet:
-        print("API Error: Request rejected (429) rate_limit_error: Number of request tokens has exceeded your "
-              "per-minute rate limit. retry-after: 120", file=sys.stderr)
+        print(
+            "API Error: Request rejected (429) rate_limit_error: Number of request tokens has exceeded your "
+            "per-minute rate limit. retry-after: 120",
+            file=sys.stderr,
+        )
         return 1
     hang_after = env.get("SCRIPTED_WORKER_HANG_AFTER")
     if state and hang_after is not None and len(list(state.glob("*.done"))) >= int(hang_after):
@@ -52,9 +60,24 @@ def main() -> int:
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(json.dumps(AnswerKeyReviewer(answer_key()).results(packet)))
     exe = str(Path(sys.executable).with_name("audit-mcp"))
-    proc = subprocess.run([exe, "submit-packet", "--root", args.root, "--artifacts-dir", env["AUDIT_MCP_ARTIFACTS_DIR"],
-                           "--run-id", args.run, "--packet-id", args.packet, "--results", str(results)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            exe,
+            "submit-packet",
+            "--root",
+            args.root,
+            "--artifacts-dir",
+            env["AUDIT_MCP_ARTIFACTS_DIR"],
+            "--run-id",
+            args.run,
+            "--packet-id",
+            args.packet,
+            "--results",
+            str(results),
+        ],
+        capture_output=True,
+        text=True,
+    )
     print(proc.stdout)
     if proc.returncode != 0:
         print(proc.stderr, file=sys.stderr)

@@ -18,8 +18,9 @@ def test_the_cli_verbs_carry_a_whole_audit(
     repo: Path, reviewer: ScriptedReviewer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = str(repo)
-    code, step = cli(capsys, "next-step", "--root", root, "--host-can-dispatch-subagents", "true",
-                     "--host-max-active-subagents", "2")
+    code, step = cli(
+        capsys, "next-step", "--root", root, "--host-can-dispatch-subagents", "true", "--host-max-active-subagents", "2"
+    )
     assert code == 0 and step["step_kind"] == "dispatch_review"
     for _ in range(5):
         if step["step_kind"] != "dispatch_review":
@@ -28,8 +29,18 @@ def test_the_cli_verbs_carry_a_whole_audit(
         for packet in plan["packets"]:
             results = tmp_path / f"{packet['packet_id']}.json"
             results.write_text(json.dumps(reviewer.results(packet)))
-            code, receipt = cli(capsys, "submit-packet", "--root", root, "--run-id", plan["run_id"],
-                                "--packet-id", packet["packet_id"], "--results", str(results))
+            code, receipt = cli(
+                capsys,
+                "submit-packet",
+                "--root",
+                root,
+                "--run-id",
+                plan["run_id"],
+                "--packet-id",
+                packet["packet_id"],
+                "--results",
+                str(results),
+            )
             assert code == 0 and receipt["accepted"], receipt
         code, summary = cli(capsys, "merge-and-ingest", "--root", root, "--run-id", plan["run_id"])
         assert code == 0 and summary["packets_merged"] == len(plan["packets"])
@@ -53,8 +64,19 @@ def test_a_refused_submission_exits_2_with_the_errors_on_stdout(
     plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
     bad = tmp_path / "bad.json"
     bad.write_text("[]")
-    code = main(["submit-packet", "--root", str(repo), "--run-id", plan["run_id"],
-                 "--packet-id", plan["packets"][0]["packet_id"], "--results", str(bad)])
+    code = main(
+        [
+            "submit-packet",
+            "--root",
+            str(repo),
+            "--run-id",
+            plan["run_id"],
+            "--packet-id",
+            plan["packets"][0]["packet_id"],
+            "--results",
+            str(bad),
+        ]
+    )
     captured = capsys.readouterr()
     receipt = json.loads(captured.out)
     assert "refused" in captured.err
@@ -71,15 +93,32 @@ def test_errors_exit_1_with_a_message_on_stderr(repo: Path, capsys: pytest.Captu
 
 def test_results_can_come_from_stdin_through_the_installed_command(repo: Path, reviewer: ScriptedReviewer) -> None:
     exe = str(Path(sys.executable).with_name("audit-mcp"))
-    step = json.loads(subprocess.run([exe, "next-step", "--root", str(repo), "--host-can-dispatch-subagents",
-                                      "true"], capture_output=True, text=True, check=True).stdout)
+    step = json.loads(
+        subprocess.run(
+            [exe, "next-step", "--root", str(repo), "--host-can-dispatch-subagents", "true"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
     packet = plan["packets"][0]
     proc = subprocess.run(
-        [exe, "submit-packet", "--root", str(repo), "--run-id", plan["run_id"], "--packet-id", packet["packet_id"],
-         "--results", "-"],
+        [
+            exe,
+            "submit-packet",
+            "--root",
+            str(repo),
+            "--run-id",
+            plan["run_id"],
+            "--packet-id",
+            packet["packet_id"],
+            "--results",
+            "-",
+        ],
         input=json.dumps({"results": reviewer.results(packet), "usage": {"input_tokens": 1000, "seconds": 30}}),
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["accepted"] is True
@@ -89,8 +128,17 @@ def test_every_verb_has_help() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "verb")
     verbs = set(sub.choices)  # type: ignore[arg-type]
-    assert verbs == {"serve", "next-step", "submit-packet", "merge-and-ingest", "quota", "status", "report", "demo",
-                     "run"}
+    assert verbs == {
+        "serve",
+        "next-step",
+        "submit-packet",
+        "merge-and-ingest",
+        "quota",
+        "status",
+        "report",
+        "demo",
+        "run",
+    }
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for verb in verbs:
         assert sub.choices[verb].format_help()  # type: ignore[index]

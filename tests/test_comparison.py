@@ -16,9 +16,9 @@ from tests.conftest import ScriptedReviewer, git
 from tests.driving import drive, report_json
 from tests.sarif_checks import github_problems, schema_errors
 
-FIXED_QUERY = '''    row = conn.execute(
+FIXED_QUERY = """    row = conn.execute(
         "SELECT id, username, password_hash FROM users WHERE username = ?", (username,)
-    ).fetchone()'''
+    ).fetchone()"""
 
 
 def _fix_sqli_and_plant_a_new_issue(repo: Path, issues: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -32,11 +32,19 @@ def _fix_sqli_and_plant_a_new_issue(repo: Path, issues: list[dict[str, Any]]) ->
     lines = db.read_text().splitlines()
     line = next(n for n, t in enumerate(lines, 1) if "def get_connection" in t)
     new = {
-        "id": "new-connection-per-call", "lens": "performance", "file": "app/db.py", "start_line": line,
-        "end_line": line, "evidence": lines[line - 1], "title": "A new connection for every query",
-        "severity": "low", "confidence": "medium", "category": "connection-churn",
+        "id": "new-connection-per-call",
+        "lens": "performance",
+        "file": "app/db.py",
+        "start_line": line,
+        "end_line": line,
+        "evidence": lines[line - 1],
+        "title": "A new connection for every query",
+        "severity": "low",
+        "confidence": "medium",
+        "category": "connection-churn",
         "description": "Every helper opens its own connection, so a request pays the connection cost many times.",
-        "recommendation": "Open one connection per request and pass it to the helpers.", "symbol": "get_connection",
+        "recommendation": "Open one connection per request and pass it to the helpers.",
+        "symbol": "get_connection",
     }
     return [i for i in issues if i is not sqli] + [new]
 
@@ -57,8 +65,12 @@ def test_a_second_audit_marks_the_fixed_finding_resolved_and_the_rest_persisting
     comparison = second["comparison"]
     assert comparison["baseline_audit_id"] == first["audit"]["audit_id"] != second["audit"]["audit_id"]
     assert [f["fingerprint"] for f in comparison["resolved"]] == [sqli_fp]
-    assert comparison["counts"] == {"new": 1, "persisting": len(first["findings"]) - 1, "resolved": 1,
-                                    "not_rechecked": 0}
+    assert comparison["counts"] == {
+        "new": 1,
+        "persisting": len(first["findings"]) - 1,
+        "resolved": 1,
+        "not_rechecked": 0,
+    }
     states = {f["category"]: f["baseline_state"] for f in second["findings"]}
     assert states.pop("connection-churn") == "new"
     assert set(states.values()) == {"persisting"}
@@ -78,9 +90,21 @@ def test_a_second_audit_marks_the_fixed_finding_resolved_and_the_rest_persisting
 
 
 def _raw(file: str, lens: str, evidence: str) -> dict[str, Any]:
-    return {"title": "t", "severity": "low", "confidence": "low", "category": "c", "file": file, "start_line": 1,
-            "end_line": 1, "evidence": evidence, "description": "d", "recommendation": "r", "lens": lens,
-            "packet_id": "P", "run_id": "R"}
+    return {
+        "title": "t",
+        "severity": "low",
+        "confidence": "low",
+        "category": "c",
+        "file": file,
+        "start_line": 1,
+        "end_line": 1,
+        "evidence": evidence,
+        "description": "d",
+        "recommendation": "r",
+        "lens": lens,
+        "packet_id": "P",
+        "run_id": "R",
+    }
 
 
 def test_a_finding_whose_place_was_not_reviewed_again_is_not_called_resolved() -> None:

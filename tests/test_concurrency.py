@@ -41,14 +41,32 @@ def test_sixteen_processes_and_cli_calls_submitting_at_once_lose_nothing(
     # by two processes at once; the CLI calls repeat a few more.
     shares = [ids[i::PROCESSES] for i in range(PROCESSES)]
     commands = [
-        [sys.executable, str(WORKERS), "submit", str(repo), plan["run_id"], str(results_dir),
-         *share, shares[(i + 1) % PROCESSES][0]]
+        [
+            sys.executable,
+            str(WORKERS),
+            "submit",
+            str(repo),
+            plan["run_id"],
+            str(results_dir),
+            *share,
+            shares[(i + 1) % PROCESSES][0],
+        ]
         for i, share in enumerate(shares)
     ]
     exe = str(Path(sys.executable).with_name("audit-mcp"))
     commands += [
-        [exe, "submit-packet", "--root", str(repo), "--run-id", plan["run_id"], "--packet-id", packet_id,
-         "--results", str(results_dir / f"{packet_id}.json")]
+        [
+            exe,
+            "submit-packet",
+            "--root",
+            str(repo),
+            "--run-id",
+            plan["run_id"],
+            "--packet-id",
+            packet_id,
+            "--results",
+            str(results_dir / f"{packet_id}.json"),
+        ]
         for packet_id in ids[:4]
     ]
     procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
@@ -63,8 +81,13 @@ def test_sixteen_processes_and_cli_calls_submitting_at_once_lose_nothing(
 
     with service.store.read() as tx:
         assert tx.submitted_packet_ids(plan["run_id"]) == set(ids)
-    merged = subprocess.run([exe, "merge-and-ingest", "--root", str(repo), "--run-id", plan["run_id"]],
-                            capture_output=True, text=True, timeout=60, check=True)
+    merged = subprocess.run(
+        [exe, "merge-and-ingest", "--root", str(repo), "--run-id", plan["run_id"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     summary = json.loads(merged.stdout)
     assert summary["packets_merged"] == len(ids) and summary["packets_failed"] == 0
     assert summary["completeness"] == "complete"

@@ -25,31 +25,36 @@ def _check_invariants(db_path: Path, accepted: set[str]) -> None:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         stored = {r[0] for r in db.execute("SELECT packet_id FROM submissions")}
         assert accepted <= stored, f"accepted submissions lost: {sorted(accepted - stored)}"
-        for audit_id, open_runs in db.execute(
-            "SELECT audit_id, SUM(state = 'open') FROM runs GROUP BY audit_id"
-        ):
+        for audit_id, open_runs in db.execute("SELECT audit_id, SUM(state = 'open') FROM runs GROUP BY audit_id"):
             assert open_runs <= 1, f"audit {audit_id} has {open_runs} open runs"
         for run in db.execute("SELECT run_id, audit_id, state FROM runs").fetchall():
             packet_states = {r[0] for r in db.execute("SELECT state FROM packets WHERE run_id = ?", (run["run_id"],))}
             findings = db.execute("SELECT COUNT(*) FROM findings WHERE run_id = ?", (run["run_id"],)).fetchone()[0]
-            assigned = db.execute("SELECT COUNT(*) FROM cells WHERE run_id = ? AND state = 'assigned'",
-                                  (run["run_id"],)).fetchone()[0]
+            assigned = db.execute(
+                "SELECT COUNT(*) FROM cells WHERE run_id = ? AND state = 'assigned'", (run["run_id"],)
+            ).fetchone()[0]
             if run["state"] == "open":
                 # Nothing of an unmerged run has reached the matrix.
                 assert findings == 0 and "merged" not in packet_states
                 continue
             # A merged run is merged whole: every packet settled, every submission's cells covered by it.
             assert assigned == 0 and packet_states <= {"merged", "failed"}
-            for packet_id, payload in db.execute("SELECT packet_id, payload FROM submissions WHERE run_id = ?",
-                                                 (run["run_id"],)).fetchall():
+            for packet_id, payload in db.execute(
+                "SELECT packet_id, payload FROM submissions WHERE run_id = ?", (run["run_id"],)
+            ).fetchall():
                 results: list[dict[str, Any]] = json.loads(payload)["results"]
-                cells = {r["task_id"]: (r["state"], r["packet_id"]) for r in db.execute(
-                    "SELECT task_id, state, packet_id FROM cells WHERE packet_id = ? AND audit_id = ?",
-                    (packet_id, run["audit_id"]))}
+                cells = {
+                    r["task_id"]: (r["state"], r["packet_id"])
+                    for r in db.execute(
+                        "SELECT task_id, state, packet_id FROM cells WHERE packet_id = ? AND audit_id = ?",
+                        (packet_id, run["audit_id"]),
+                    )
+                }
                 assert all(cells[r["task_id"]] == ("reviewed", packet_id) for r in results)
                 # Later audits carry these findings forward under their own audit id.
-                kept = db.execute("SELECT COUNT(*) FROM findings WHERE packet_id = ? AND audit_id = ?",
-                                  (packet_id, run["audit_id"])).fetchone()[0]
+                kept = db.execute(
+                    "SELECT COUNT(*) FROM findings WHERE packet_id = ? AND audit_id = ?", (packet_id, run["audit_id"])
+                ).fetchone()[0]
                 assert kept == sum(len(r["findings"]) for r in results)
     finally:
         db.close()
@@ -63,16 +68,21 @@ def test_killing_the_process_at_random_moments_loses_nothing_and_the_audit_still
     # One whole audit, uninterrupted, sets the time scale: the kills land from early in a worker's life
     # (still importing) to well inside its second or third audit, however fast this machine is.
     started = time.monotonic()
-    warm = subprocess.run([sys.executable, str(WORKERS), "drive", str(repo), "1"], capture_output=True, text=True,
-                          timeout=60)
+    warm = subprocess.run(
+        [sys.executable, str(WORKERS), "drive", str(repo), "1"], capture_output=True, text=True, timeout=60
+    )
     assert warm.returncode == 0, warm.stderr
     scale = time.monotonic() - started
     accepted = {line.split()[1] for line in warm.stdout.splitlines() if line.startswith("accepted ")}
     interrupted = 0
     for _ in range(KILLS):
         # The worker starts audit after audit and never stops by itself; the kill lands wherever it is.
-        proc = subprocess.Popen([sys.executable, str(WORKERS), "drive", str(repo), "1000"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(WORKERS), "drive", str(repo), "1000"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             proc.wait(timeout=rng.uniform(0.5, 1.6) * scale)
         except subprocess.TimeoutExpired:
@@ -84,8 +94,9 @@ def test_killing_the_process_at_random_moments_loses_nothing_and_the_audit_still
         _check_invariants(service.store.path, accepted)
     assert interrupted >= KILLS // 2
 
-    finish = subprocess.run([sys.executable, str(WORKERS), "drive", str(repo), "1"],
-                            capture_output=True, text=True, timeout=60)
+    finish = subprocess.run(
+        [sys.executable, str(WORKERS), "drive", str(repo), "1"], capture_output=True, text=True, timeout=60
+    )
     assert finish.returncode == 0, finish.stderr
     _check_invariants(service.store.path, accepted)
     with service.store.read() as tx:

@@ -40,8 +40,12 @@ def test_the_demo_refuses_to_overwrite_an_earlier_copy(tmp_path: Path, capsys: p
 
 def test_the_demo_runs_from_a_built_wheel_outside_the_source_tree(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(PROJECT)],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(PROJECT)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     site = tmp_path / "site"
     with zipfile.ZipFile(next(wheels.glob("audit_mcp-*.whl"))) as wheel:
         wheel.extractall(site)
@@ -50,8 +54,13 @@ def test_the_demo_runs_from_a_built_wheel_outside_the_source_tree(tmp_path: Path
         "assert audit_mcp.__file__.startswith(sys.argv[1]), audit_mcp.__file__; "
         "sys.exit(audit_mcp.surfaces.cli.main(['demo', '--dir', sys.argv[2]]))"
     )
-    proc = subprocess.run([sys.executable, "-c", script, str(site), str(tmp_path / "demo")], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(site), str(tmp_path / "demo")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "completeness complete" in proc.stdout
     assert (tmp_path / "demo" / "planted_app" / ".audit-mcp" / "report" / "report.md").is_file()

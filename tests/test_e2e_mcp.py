@@ -82,8 +82,11 @@ async def test_the_same_audit_runs_over_stdio_with_the_installed_command(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
     command = Path(sys.executable).with_name("audit-mcp")
-    params = StdioServerParameters(command=str(command), args=["serve", "--root", str(repo)],
-                                   env={"AUDIT_MCP_STATE_DIR": os.environ["AUDIT_MCP_STATE_DIR"]})
+    params = StdioServerParameters(
+        command=str(command),
+        args=["serve", "--root", str(repo)],
+        env={"AUDIT_MCP_STATE_DIR": os.environ["AUDIT_MCP_STATE_DIR"]},
+    )
     async with Client(params) as client:
         tools = {tool.name for tool in (await client.list_tools()).tools}
         assert {"next_step", "submit_packet", "merge_and_ingest", "quota_status"} <= tools
@@ -92,9 +95,7 @@ async def test_the_same_audit_runs_over_stdio_with_the_installed_command(
 
 
 @pytest.mark.anyio
-async def test_a_host_without_subagents_reviews_one_packet_at_a_time(
-    repo: Path, reviewer: ScriptedReviewer
-) -> None:
+async def test_a_host_without_subagents_reviews_one_packet_at_a_time(repo: Path, reviewer: ScriptedReviewer) -> None:
     async with Client(build_server(repo)) as client:
         step = await _call(client, "next_step", {"host_can_dispatch_subagents": False})
         packets_done = 0
@@ -102,8 +103,11 @@ async def test_a_host_without_subagents_reviews_one_packet_at_a_time(
             plan = json.loads(await _read(client, f"audit://runs/{step['run_id']}/dispatch-plan"))
             assert len(plan["packets"]) == 1
             packet = plan["packets"][0]
-            receipt = await _call(client, "submit_packet", {"run_id": plan["run_id"], "packet_id": packet["packet_id"],
-                                                            "results": reviewer.results(packet)})
+            receipt = await _call(
+                client,
+                "submit_packet",
+                {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)},
+            )
             assert receipt["accepted"]
             packets_done += 1
             step = await _call(client, "next_step", {})
@@ -139,8 +143,13 @@ async def test_subagents_submitting_at_once_through_one_server_lose_nothing(
         receipts: list[dict[str, Any]] = []
 
         async def submit(packet: dict[str, Any]) -> None:
-            receipts.append(await _call(client, "submit_packet", {
-                "run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)}))
+            receipts.append(
+                await _call(
+                    client,
+                    "submit_packet",
+                    {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)},
+                )
+            )
 
         async with anyio.create_task_group() as group:
             for packet in plan["packets"]:

@@ -56,8 +56,7 @@ def test_evidence_that_is_nowhere_in_the_file_is_refused(
     finding["evidence"] = 'row = conn.execute("SELECT * FROM users WHERE name = " + username)'
     receipt = service.submit_packet(plan["run_id"], packet["packet_id"], results)
     assert not receipt.accepted
-    assert any(e.location.endswith("/evidence") and "does not appear in app/db.py" in e.message
-               for e in receipt.errors)
+    assert any(e.location.endswith("/evidence") and "does not appear in app/db.py" in e.message for e in receipt.errors)
 
 
 def test_reindented_multi_line_evidence_is_accepted_where_it_is(
@@ -77,7 +76,7 @@ def test_evidence_over_the_length_limit_is_refused_with_the_limit(
     service, plan = dispatched
     packet, results, finding = _sqli_submission(dispatched, reviewer)
     lines = (repo / "app" / "db.py").read_text().splitlines()
-    finding["evidence"] = "\n".join(lines[:MAX_EVIDENCE_LINES + 5])
+    finding["evidence"] = "\n".join(lines[: MAX_EVIDENCE_LINES + 5])
     finding["start_line"], finding["end_line"] = 1, MAX_EVIDENCE_LINES + 5
     receipt = service.submit_packet(plan["run_id"], packet["packet_id"], results)
     assert not receipt.accepted
@@ -97,8 +96,7 @@ _LINES = ["a = 1", "  b = 2", "", "   c = 3", "a = 1  # again"]
         ("c = 3\nb = 2", []),
         ("   \n", []),
     ],
-    ids=["every-occurrence", "multi-line", "blank-lines-ignored", "whitespace-insensitive", "order-matters",
-         "blank"],
+    ids=["every-occurrence", "multi-line", "blank-lines-ignored", "whitespace-insensitive", "order-matters", "blank"],
 )
 def test_locate_evidence_finds_every_whitespace_insensitive_occurrence(
     evidence: str, expected: list[tuple[int, int]]
@@ -108,20 +106,36 @@ def test_locate_evidence_finds_every_whitespace_insensitive_occurrence(
 
 def _raw(**overrides: Any) -> dict[str, Any]:
     base = {
-        "title": "SQL injection in user lookup", "severity": "high", "confidence": "high", "category": "CWE-89",
-        "file": "app/db.py", "start_line": 69, "end_line": 72,
+        "title": "SQL injection in user lookup",
+        "severity": "high",
+        "confidence": "high",
+        "category": "CWE-89",
+        "file": "app/db.py",
+        "start_line": 69,
+        "end_line": 72,
         "evidence": "row = conn.execute(\n    \"SELECT ... '%s'\"\n    % username",
-        "description": "d", "recommendation": "r", "lens": "security", "packet_id": "A1-R1-P01", "run_id": "A1-R1",
+        "description": "d",
+        "recommendation": "r",
+        "lens": "security",
+        "packet_id": "A1-R1-P01",
+        "run_id": "A1-R1",
     }
     return base | overrides
 
 
 def test_the_same_problem_from_two_lenses_is_one_finding_with_both_lenses_and_the_highest_severity() -> None:
-    s = synthesize([
-        _raw(),
-        _raw(lens="correctness", category="sql-injection", severity="critical", packet_id="A1-R1-P02",
-             title="Unescaped username in query"),
-    ])
+    s = synthesize(
+        [
+            _raw(),
+            _raw(
+                lens="correctness",
+                category="sql-injection",
+                severity="critical",
+                packet_id="A1-R1-P02",
+                title="Unescaped username in query",
+            ),
+        ]
+    )
     assert len(s.findings) == 1
     f = s.findings[0]
     assert sorted(f.lenses) == ["correctness", "security"]
@@ -133,11 +147,19 @@ def test_the_same_problem_from_two_lenses_is_one_finding_with_both_lenses_and_th
 
 
 def test_overlapping_findings_of_one_category_from_other_packets_and_runs_merge_keeping_every_range() -> None:
-    s = synthesize([
-        _raw(),
-        _raw(start_line=70, end_line=71, evidence="\"SELECT ... '%s'\"\n    % username", packet_id="A1-R2-P01",
-             run_id="A1-R2", severity="medium"),
-    ])
+    s = synthesize(
+        [
+            _raw(),
+            _raw(
+                start_line=70,
+                end_line=71,
+                evidence="\"SELECT ... '%s'\"\n    % username",
+                packet_id="A1-R2-P01",
+                run_id="A1-R2",
+                severity="medium",
+            ),
+        ]
+    )
     assert len(s.findings) == 1
     f = s.findings[0]
     assert f.severity == "high" and f.locations == [(69, 72), (70, 71)]
@@ -145,12 +167,20 @@ def test_overlapping_findings_of_one_category_from_other_packets_and_runs_merge_
 
 
 def test_different_problems_at_the_same_lines_stay_apart() -> None:
-    s = synthesize([
-        _raw(),
-        _raw(lens="performance", category="n-plus-one-query", evidence="conn = get_connection()", start_line=68,
-             end_line=68, title="Connection per call"),
-        _raw(category="CWE-209", title="Query errors leak the SQL text"),
-    ])
+    s = synthesize(
+        [
+            _raw(),
+            _raw(
+                lens="performance",
+                category="n-plus-one-query",
+                evidence="conn = get_connection()",
+                start_line=68,
+                end_line=68,
+                title="Connection per call",
+            ),
+            _raw(category="CWE-209", title="Query errors leak the SQL text"),
+        ]
+    )
     assert sorted(f.category for f in s.findings) == ["CWE-209", "CWE-89", "n-plus-one-query"]
 
 
@@ -164,9 +194,7 @@ def test_a_fingerprint_ignores_line_numbers_and_reindentation_but_not_the_code()
     assert moved == synthesize([_raw(evidence=evidence)]).findings[0].fingerprint == fp
 
 
-def test_an_audit_reports_a_problem_two_lenses_found_once_with_both(
-    repo: Path, reviewer: ScriptedReviewer
-) -> None:
+def test_an_audit_reports_a_problem_two_lenses_found_once_with_both(repo: Path, reviewer: ScriptedReviewer) -> None:
     service = AuditService(repo)
     drive(service, with_second_lens(reviewer))
     doc = report_json(service)
@@ -194,14 +222,18 @@ def test_a_fingerprint_survives_lines_inserted_above_the_finding(repo: Path, rev
 
 
 def test_work_blocks_group_by_category_and_module_in_severity_order_with_an_effort_hint() -> None:
-    s = synthesize([
-        _raw(file="app/a.py", category="CWE-22", severity="medium", evidence="open(os.path.join(base, name))"),
-        _raw(file="app/b.py", category="CWE-22", severity="high", evidence="send_file(request.args['p'])"),
-        _raw(file="web/x.js", category="CWE-79", severity="critical", evidence="el.innerHTML = note.title"),
-    ])
+    s = synthesize(
+        [
+            _raw(file="app/a.py", category="CWE-22", severity="medium", evidence="open(os.path.join(base, name))"),
+            _raw(file="app/b.py", category="CWE-22", severity="high", evidence="send_file(request.args['p'])"),
+            _raw(file="web/x.js", category="CWE-79", severity="critical", evidence="el.innerHTML = note.title"),
+        ]
+    )
     blocks = [b.as_json() for b in s.blocks]
     assert [(b["order"], b["severity"], b["effort"], len(b["findings"])) for b in blocks] == [
-        (1, "critical", "small", 1), (2, "high", "medium", 2)]
+        (1, "critical", "small", 1),
+        (2, "high", "medium", 2),
+    ]
     assert blocks[1]["title"] == "CWE-22: 2 findings in app/" and blocks[1]["files"] == ["app/a.py", "app/b.py"]
     by_id = {f.finding_id: f for f in s.findings}
     assert [by_id[i].severity for i in blocks[1]["findings"]] == ["high", "medium"]

@@ -14,8 +14,10 @@ from audit_mcp.surfaces.headless import fill_template
 
 WORKER = Path(__file__).resolve().parent / "scripted_worker.py"
 EXE = str(Path(sys.executable).with_name("audit-mcp"))
-TEMPLATE = (f"{sys.executable} {WORKER} --packet {{packet_id}} --run {{run_id}} --plan {{dispatch_plan}} "
-            "--prompt {prompt_path} --root {root}")
+TEMPLATE = (
+    f"{sys.executable} {WORKER} --packet {{packet_id}} --run {{run_id}} --plan {{dispatch_plan}} "
+    "--prompt {prompt_path} --root {root}"
+)
 
 
 def run_cmd(root: Path, *extra: str) -> list[str]:
@@ -24,8 +26,13 @@ def run_cmd(root: Path, *extra: str) -> list[str]:
 
 def headless(root: Path, state: Path, *extra: str, **env: str) -> subprocess.CompletedProcess[str]:
     state.mkdir(exist_ok=True)
-    return subprocess.run(run_cmd(root, *extra), capture_output=True, text=True, timeout=90,
-                          env={**os.environ, "SCRIPTED_WORKER_STATE": str(state), **env})
+    return subprocess.run(
+        run_cmd(root, *extra),
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, "SCRIPTED_WORKER_STATE": str(state), **env},
+    )
 
 
 def planted(answer_key: dict[str, Any]) -> set[tuple[str, int]]:
@@ -53,10 +60,14 @@ def test_a_killed_run_resumes_with_only_the_missing_packets(
 ) -> None:
     state = tmp_path / "state"
     state.mkdir()
-    runner = subprocess.Popen(run_cmd(repo, "--max-workers", "1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, start_new_session=True,
-                              env={**os.environ, "SCRIPTED_WORKER_STATE": str(state),
-                                   "SCRIPTED_WORKER_HANG_AFTER": "1"})
+    runner = subprocess.Popen(
+        run_cmd(repo, "--max-workers", "1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_HANG_AFTER": "1"},
+    )
     try:
         assert runner.stderr is not None
         started = 0
@@ -91,8 +102,9 @@ def test_a_workers_429_becomes_a_cooldown_and_the_run_stops_to_resume_later(repo
     assert "Request rejected (429)" in (repo / ".audit-mcp/runs/A1-R1/workers/A1-R1-P01.stderr").read_text()
     next_plan = json.loads((repo / ".audit-mcp/runs/A1-R2/dispatch-plan.json").read_text())
     assert next_plan["cooldown_until"] is not None
-    quota = json.loads(subprocess.run([EXE, "quota", "--root", str(repo)], capture_output=True, text=True,
-                                      check=True).stdout)
+    quota = json.loads(
+        subprocess.run([EXE, "quota", "--root", str(repo)], capture_output=True, text=True, check=True).stdout
+    )
     assert quota["schedule"]["cooldown_until"] == next_plan["cooldown_until"]
     assert quota["learned"]["last_429_at"] is not None
 
@@ -110,9 +122,13 @@ def test_rate_limited_workers_shrink_the_window_for_the_rest_of_the_run(repo: Pa
 def test_sigterm_stops_the_run_and_its_workers_and_keeps_accepted_work(repo: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir()
-    runner = subprocess.Popen(run_cmd(repo, "--max-workers", "1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env={**os.environ, "SCRIPTED_WORKER_STATE": str(state),
-                                              "SCRIPTED_WORKER_HANG_AFTER": "1"})
+    runner = subprocess.Popen(
+        run_cmd(repo, "--max-workers", "1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_HANG_AFTER": "1"},
+    )
     try:
         assert runner.stderr is not None
         started = 0
@@ -138,21 +154,32 @@ def test_workers_that_time_out_are_killed_and_a_repeated_failure_blocks(repo: Pa
 
 
 def test_the_worker_template_quotes_every_value() -> None:
-    command = fill_template("w --p {packet_id} --r {root} {unknown}", {
-        "prompt_path": "/x", "run_id": "R", "packet_id": "P1", "root": "/my repo; rm -rf ~", "dispatch_plan": "/d"})
+    command = fill_template(
+        "w --p {packet_id} --r {root} {unknown}",
+        {"prompt_path": "/x", "run_id": "R", "packet_id": "P1", "root": "/my repo; rm -rf ~", "dispatch_plan": "/d"},
+    )
     assert command == "w --p P1 --r '/my repo; rm -rf ~' {unknown}"
 
 
 def test_run_refuses_an_empty_worker_template(repo: Path) -> None:
-    proc = subprocess.run([EXE, "run", "--root", str(repo), "--worker", " "], capture_output=True, text=True,
-                          timeout=30)
+    proc = subprocess.run(
+        [EXE, "run", "--root", str(repo), "--worker", " "], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 1 and "command template" in proc.stderr
 
 
 def test_run_and_its_worker_environment_are_documented() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    for name in ("AUDIT_MCP_PROMPT_PATH", "AUDIT_MCP_RUN_ID", "AUDIT_MCP_PACKET_ID", "AUDIT_MCP_ROOT",
-                 "AUDIT_MCP_DISPATCH_PLAN", "audit-mcp run", "exit code 3", "exit code 4"):
+    for name in (
+        "AUDIT_MCP_PROMPT_PATH",
+        "AUDIT_MCP_RUN_ID",
+        "AUDIT_MCP_PACKET_ID",
+        "AUDIT_MCP_ROOT",
+        "AUDIT_MCP_DISPATCH_PLAN",
+        "audit-mcp run",
+        "exit code 3",
+        "exit code 4",
+    ):
         assert name in readme
 
 

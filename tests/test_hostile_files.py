@@ -24,8 +24,9 @@ def _submit_all(service: AuditService, plan: dict[str, Any], reviewer: ScriptedR
 
 
 def _tasks_of(plan: dict[str, Any], path: str) -> set[tuple[str, int, int]]:
-    return {(t["lens"], t["start_line"], t["end_line"]) for p in plan["packets"] for t in p["tasks"]
-            if t["file"] == path}
+    return {
+        (t["lens"], t["start_line"], t["end_line"]) for p in plan["packets"] for t in p["tasks"] if t["file"] == path
+    }
 
 
 def test_a_file_changed_during_review_goes_back_to_pending_and_is_reviewed_again(
@@ -121,9 +122,13 @@ def test_hostile_files_in_a_directory_that_is_not_a_git_repository(
     service.merge_and_ingest(plan["run_id"], [])
     assert service.next_step().step_kind == "present_report"
     report = service.report()
-    for path, why in [("leak.py", "leaves the repository root"), ("app/blob.py", "binary"),
-                      ("app/huge.py", "oversize"), ("app/empty.py", "empty"),
-                      ("app/pipe.py", "not a regular file")]:
+    for path, why in [
+        ("leak.py", "leaves the repository root"),
+        ("app/blob.py", "binary"),
+        ("app/huge.py", "oversize"),
+        ("app/empty.py", "empty"),
+        ("app/pipe.py", "not a regular file"),
+    ]:
         assert f"`{path}`: " in report and why in report
     artifacts = [p for p in service.artifacts_dir.rglob("*") if p.is_file()]
     assert artifacts and not any(b"TOP-SECRET-TOKEN" in p.read_bytes() for p in artifacts)

@@ -26,8 +26,9 @@ def http_server(repo: Path, tmp_path: Path) -> Iterator[str]:
     exe = str(Path(sys.executable).with_name("audit-mcp"))
     log = tmp_path / "server.log"
     with log.open("wb") as sink:
-        proc = subprocess.Popen([exe, "serve", "--http", "--root", str(repo), "--port", str(port)],
-                                stdout=subprocess.DEVNULL, stderr=sink)
+        proc = subprocess.Popen(
+            [exe, "serve", "--http", "--root", str(repo), "--port", str(port)], stdout=subprocess.DEVNULL, stderr=sink
+        )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         for _ in range(200):
@@ -60,7 +61,8 @@ def test_a_foreign_host_header_is_rejected(http_server: str) -> None:
 
 def test_binding_off_loopback_without_allowed_hosts_is_refused(repo: Path) -> None:
     exe = str(Path(sys.executable).with_name("audit-mcp"))
-    proc = subprocess.run([exe, "serve", "--http", "--host", "0.0.0.0", "--root", str(repo)],
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [exe, "serve", "--http", "--host", "0.0.0.0", "--root", str(repo)], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 1
     assert "--allowed-host" in proc.stderr

@@ -33,8 +33,12 @@ def token_server(repo: Path, tmp_path: Path) -> Iterator[str]:
     log = tmp_path / "server.log"
     env = {**os.environ, "AUDIT_MCP_TOKEN": TOKEN}
     with log.open("wb") as sink:
-        proc = subprocess.Popen([exe, "serve", "--http", "--root", str(repo), "--port", str(port)],
-                                stdout=subprocess.DEVNULL, stderr=sink, env=env)
+        proc = subprocess.Popen(
+            [exe, "serve", "--http", "--root", str(repo), "--port", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            env=env,
+        )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -75,6 +79,7 @@ async def test_a_client_with_the_token_speaks_mcp(token_server: str) -> None:
 
 def test_a_short_token_is_refused(repo: Path) -> None:
     exe = str(Path(sys.executable).with_name("audit-mcp"))
-    proc = subprocess.run([exe, "serve", "--http", "--root", str(repo), "--token", "short"],
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [exe, "serve", "--http", "--root", str(repo), "--token", "short"], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 1 and "at least 16" in proc.stderr

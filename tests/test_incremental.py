@@ -40,8 +40,9 @@ def test_a_new_audit_reviews_only_changed_files_and_keeps_the_rest_with_their_fi
     git(repo, "commit", "-qam", "touch cache")
 
     exe = str(Path(sys.executable).with_name("audit-mcp"))
-    proc = subprocess.run([exe, "next-step", "--new-audit", "--root", str(repo)], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [exe, "next-step", "--new-audit", "--root", str(repo)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     step = json.loads(proc.stdout)
     assert step["step_kind"] == "dispatch_review" and step["run_id"].startswith("A2-")
@@ -89,8 +90,12 @@ def test_next_step_since_on_the_command_line_narrows_a_new_audit(repo: Path) -> 
     (repo / "web" / "api.js").write_text((repo / "web" / "api.js").read_text() + "\n// touched\n")
     git(repo, "commit", "-qam", "touch api")
     exe = str(Path(sys.executable).with_name("audit-mcp"))
-    proc = subprocess.run([exe, "next-step", "--since", "HEAD~1", "--host-can-dispatch-subagents", "true",
-                           "--root", str(repo)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [exe, "next-step", "--since", "HEAD~1", "--host-can-dispatch-subagents", "true", "--root", str(repo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     step = json.loads(proc.stdout)
     assert _files(_plan(step["artifact_paths"]["plan"])) == {"web/api.js"}

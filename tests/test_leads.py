@@ -21,12 +21,21 @@ from tests.sarif_checks import github_problems, schema_errors
 
 BANDIT_SARIF = FIXTURES / "planted_app.bandit.sarif"
 
+
 def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the_verdicts(
     repo: Path, reviewer: ScriptedReviewer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = str(repo)
-    code, step = cli(capsys, "next-step", "--root", root, "--host-can-dispatch-subagents", "true",
-                      "--analyzer-sarif", str(BANDIT_SARIF))
+    code, step = cli(
+        capsys,
+        "next-step",
+        "--root",
+        root,
+        "--host-can-dispatch-subagents",
+        "true",
+        "--analyzer-sarif",
+        str(BANDIT_SARIF),
+    )
     assert code == 0 and step["step_kind"] == "dispatch_review", step
     plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
     seen: dict[str, str] = {}
@@ -40,14 +49,34 @@ def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the
             assert "Bandit B608 (CWE-89)" in prompt
             unjudged = tmp_path / "unjudged.json"
             unjudged.write_text(json.dumps(reviewer.results(packet)))
-            code, receipt = cli(capsys, "submit-packet", "--root", root, "--run-id", plan["run_id"],
-                                 "--packet-id", packet["packet_id"], "--results", str(unjudged))
+            code, receipt = cli(
+                capsys,
+                "submit-packet",
+                "--root",
+                root,
+                "--run-id",
+                plan["run_id"],
+                "--packet-id",
+                packet["packet_id"],
+                "--results",
+                str(unjudged),
+            )
             assert code == 2
             assert any("has no verdict" in e["message"] and "B608" in e["message"] for e in receipt["errors"])
         answer = tmp_path / f"{packet['packet_id']}.json"
         answer.write_text(json.dumps(judging(reviewer, prompt, packet)))
-        code, receipt = cli(capsys, "submit-packet", "--root", root, "--run-id", plan["run_id"],
-                             "--packet-id", packet["packet_id"], "--results", str(answer))
+        code, receipt = cli(
+            capsys,
+            "submit-packet",
+            "--root",
+            root,
+            "--run-id",
+            plan["run_id"],
+            "--packet-id",
+            packet["packet_id"],
+            "--results",
+            str(answer),
+        )
         assert code == 0 and receipt["accepted"], receipt
     assert sorted(seen.values()) == ["app/config.py", "app/db.py", "app/jobs.py"]
     assert cli(capsys, "merge-and-ingest", "--root", root, "--run-id", plan["run_id"])[0] == 0
@@ -62,8 +91,10 @@ def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the
     assert leads["B608"]["findings"] == [sqli["id"]] and leads["B608"]["cwes"] == ["89"]
     assert sqli["confirms_leads"] == [leads["B608"]["lead_id"]]
     code, markdown = cli(capsys, "report", "--root", root)
-    assert "## Analyzer leads" in markdown and "3 alert(s) from Bandit, each checked by a reviewer: 3 confirmed" \
-        in markdown
+    assert (
+        "## Analyzer leads" in markdown
+        and "3 alert(s) from Bandit, each checked by a reviewer: 3 confirmed" in markdown
+    )
     assert re.search(rf"\| L\d{{3}} \| Bandit B608 \| `app/db.py:70` \| confirmed \| {sqli['id']} \|", markdown)
     code, sarif = cli(capsys, "report", "--root", root, "--format", "sarif")
     assert schema_errors(sarif) == [] and github_problems(sarif) == []
@@ -97,17 +128,21 @@ def test_an_analyzer_that_is_missing_fails_or_hangs_is_skipped_with_a_note(tmp_p
             raise subprocess.TimeoutExpired(argv, 1)
         return _Done(2, "error: bad option")
 
-    runs = run_analyzers(["bandit", "ruff"], tmp_path, tmp_path / "out", which=lambda name: f"/bin/{name}",
-                         runner=runner)
+    runs = run_analyzers(
+        ["bandit", "ruff"], tmp_path, tmp_path / "out", which=lambda name: f"/bin/{name}", runner=runner
+    )
     assert [(r.sarif, r.note) for r in runs] == [
-        (None, "bandit failed with exit code 2 (error: bad option); skipped"), (None, "ruff ran over 300s; skipped")]
+        (None, "bandit failed with exit code 2 (error: bad option); skipped"),
+        (None, "ruff ran over 300s; skipped"),
+    ]
     missing = run_analyzers(["bandit"], tmp_path, tmp_path / "out", which=lambda _name: None, runner=runner)
     assert missing[0].note == "bandit is not installed; skipped"
     planted = tmp_path / "repo" / "bandit"
     planted.parent.mkdir()
     planted.write_text("#!/bin/sh\n")
-    refused = run_analyzers(["bandit"], planted.parent, tmp_path / "out", which=lambda _name: str(planted),
-                            runner=runner)
+    refused = run_analyzers(
+        ["bandit"], planted.parent, tmp_path / "out", which=lambda _name: str(planted), runner=runner
+    )
     assert refused[0].sarif is None and "inside the audited repository; refused" in refused[0].note
 
 
@@ -142,41 +177,92 @@ def test_verdicts_must_name_a_carried_lead_of_the_task_file_with_a_known_verdict
 def test_sarif_locations_map_to_repo_paths_and_foreign_places_are_dropped(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     (root / "src").mkdir(parents=True)
-    doc = {"runs": [{
-        "tool": {"driver": {"name": "Semgrep", "rules": [
-            {"id": "py.eval", "defaultConfiguration": {"level": "error"},
-             "properties": {"tags": ["CWE-95: Eval Injection"]}}]}},
-        "results": [
-            {"ruleId": "py.eval", "message": {"text": "eval of `input` | bad\nsecond line"},
-             "locations": [{"physicalLocation": {"artifactLocation": {"uri": "src/a.py", "uriBaseId": "%SRCROOT%"},
-                                                 "region": {"startLine": 4}}}]},
-            {"ruleId": "py.eval", "message": {"text": "absolute"},
-             "locations": [{"physicalLocation": {"artifactLocation": {"uri": (root / "src" / "b.py").as_uri()},
-                                                 "region": {"startLine": 2, "endLine": 3}}}]},
-            {"ruleId": "py.eval", "message": {"text": "elsewhere"},
-             "locations": [{"physicalLocation": {"artifactLocation": {"uri": "../other/c.py"}}}]},
-            {"ruleId": "py.eval", "message": {"text": "vendored"},
-             "locations": [{"physicalLocation": {"artifactLocation": {"uri": "vendor/x.py"}}}]},
-            {"ruleId": "py.eval", "kind": "pass", "message": {"text": "a passing check"},
-             "locations": [{"physicalLocation": {"artifactLocation": {"uri": "src/a.py"}}}]},
-        ],
-    }]}
+    doc = {
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "Semgrep",
+                        "rules": [
+                            {
+                                "id": "py.eval",
+                                "defaultConfiguration": {"level": "error"},
+                                "properties": {"tags": ["CWE-95: Eval Injection"]},
+                            }
+                        ],
+                    }
+                },
+                "results": [
+                    {
+                        "ruleId": "py.eval",
+                        "message": {"text": "eval of `input` | bad\nsecond line"},
+                        "locations": [
+                            {
+                                "physicalLocation": {
+                                    "artifactLocation": {"uri": "src/a.py", "uriBaseId": "%SRCROOT%"},
+                                    "region": {"startLine": 4},
+                                }
+                            }
+                        ],
+                    },
+                    {
+                        "ruleId": "py.eval",
+                        "message": {"text": "absolute"},
+                        "locations": [
+                            {
+                                "physicalLocation": {
+                                    "artifactLocation": {"uri": (root / "src" / "b.py").as_uri()},
+                                    "region": {"startLine": 2, "endLine": 3},
+                                }
+                            }
+                        ],
+                    },
+                    {
+                        "ruleId": "py.eval",
+                        "message": {"text": "elsewhere"},
+                        "locations": [{"physicalLocation": {"artifactLocation": {"uri": "../other/c.py"}}}],
+                    },
+                    {
+                        "ruleId": "py.eval",
+                        "message": {"text": "vendored"},
+                        "locations": [{"physicalLocation": {"artifactLocation": {"uri": "vendor/x.py"}}}],
+                    },
+                    {
+                        "ruleId": "py.eval",
+                        "kind": "pass",
+                        "message": {"text": "a passing check"},
+                        "locations": [{"physicalLocation": {"artifactLocation": {"uri": "src/a.py"}}}],
+                    },
+                ],
+            }
+        ]
+    }
     leads, dropped = parse_sarif(doc, "semgrep.sarif", root, lambda path: path.startswith("src/"))
     assert [(x.path, x.start_line, x.end_line, x.level, x.cwes) for x in leads] == [
-        ("src/a.py", 4, 4, "error", ("95",)), ("src/b.py", 2, 3, "error", ("95",))]
+        ("src/a.py", 4, 4, "error", ("95",)),
+        ("src/b.py", 2, 3, "error", ("95",)),
+    ]
     assert "|" not in leads[0].message and "\n" not in leads[0].message and "`" not in leads[0].message
     assert dropped == {"outside the repository": 1, "file not in scope": 1}
 
 
 def test_a_lead_is_disputed_when_reviewers_disagree_and_unchecked_without_a_verdict() -> None:
-    leads = [Lead("L001", "Bandit", "B105", "a.py", 3, 3, "note", "m"),
-             Lead("L002", "Bandit", "B110", "a.py", 9, 10, "note", "m"),
-             Lead("L003", "Bandit", "B608", "b.py", 1, 1, "warning", "m")]
-    verdicts = [Verdict("L001", "confirmed", "r", "P1", "T1"), Verdict("L001", "refuted", "r", "P1", "T2"),
-                Verdict("L002", "refuted", "r", "P1", "T1")]
+    leads = [
+        Lead("L001", "Bandit", "B105", "a.py", 3, 3, "note", "m"),
+        Lead("L002", "Bandit", "B110", "a.py", 9, 10, "note", "m"),
+        Lead("L003", "Bandit", "B608", "b.py", 1, 1, "warning", "m"),
+    ]
+    verdicts = [
+        Verdict("L001", "confirmed", "r", "P1", "T1"),
+        Verdict("L001", "refuted", "r", "P1", "T2"),
+        Verdict("L002", "refuted", "r", "P1", "T1"),
+    ]
     report = lead_report(leads, verdicts, [("F001", "a.py", 8, 9)])
     assert [(x["status"], x["findings"]) for x in report] == [
-        ("disputed", []), ("refuted", ["F001"]), ("unchecked", [])]
+        ("disputed", []),
+        ("refuted", ["F001"]),
+        ("unchecked", []),
+    ]
 
 
 def test_a_lead_whose_file_could_not_be_reviewed_waits_for_the_next_run_and_judged_leads_do_not_return(

@@ -27,8 +27,17 @@ def test_the_state_dir_override_decides_where_the_file_lives(tmp_path: Path) -> 
 def test_state_round_trips_per_provider_and_model() -> None:
     store = LearnedStore()
     key = state_key("anthropic", "Claude-Sonnet-4-6")
-    store.update(key, lambda s: replace(s, cap=3.0, updated_at=NOW, cooldown_until=NOW + timedelta(minutes=1),
-                                        observed_limits={"requests_per_minute": 50}), NOW)
+    store.update(
+        key,
+        lambda s: replace(
+            s,
+            cap=3.0,
+            updated_at=NOW,
+            cooldown_until=NOW + timedelta(minutes=1),
+            observed_limits={"requests_per_minute": 50},
+        ),
+        NOW,
+    )
     again = LearnedStore().get(key)
     assert again.cap == 3.0 and again.cooldown_until == NOW + timedelta(minutes=1)
     assert again.observed_limits == {"requests_per_minute": 50}

@@ -60,8 +60,11 @@ def test_an_expired_lease_returns_its_tasks_under_a_new_packet_and_the_late_subm
 
     receipt = service.submit_packet(plan["run_id"], late["packet_id"], reviewer.results(late))
     assert not receipt.accepted
-    holder = next(p["packet_id"] for p in again["packets"]
-                  if {t["task_id"] for t in p["tasks"]} & {t["task_id"] for t in late["tasks"]})
+    holder = next(
+        p["packet_id"]
+        for p in again["packets"]
+        if {t["task_id"] for t in p["tasks"]} & {t["task_id"] for t in late["tasks"]}
+    )
     assert holder in receipt.errors[0].message and "superseded" in receipt.errors[0].message
 
     coverage = service.coverage()["totals"]
@@ -119,14 +122,15 @@ async def test_over_mcp_an_expired_packet_is_reissued_and_its_late_submission_na
     async with Client(build_server(repo, clock=clock)) as client:
         step = (await client.call_tool("next_step", {"host_can_dispatch_subagents": True})).structured_content
         assert step is not None
-        plan = json.loads((await client.read_resource(f"audit://runs/{step['run_id']}/dispatch-plan"))
-                          .contents[0].text)  # type: ignore[union-attr]
+        plan = json.loads((await client.read_resource(f"audit://runs/{step['run_id']}/dispatch-plan")).contents[0].text)  # type: ignore[union-attr]
         clock.advance(7200)
         again = (await client.call_tool("next_step", {})).structured_content
         assert again is not None and again["step_kind"] == "dispatch_review" and again["run_id"] != plan["run_id"]
         packet = plan["packets"][0]
-        late = await client.call_tool("submit_packet", {"run_id": plan["run_id"], "packet_id": packet["packet_id"],
-                                                        "results": reviewer.results(packet)})
+        late = await client.call_tool(
+            "submit_packet",
+            {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)},
+        )
         receipt = late.structured_content
         assert receipt is not None and not receipt["accepted"]
         assert again["run_id"] in receipt["errors"][0]["message"]

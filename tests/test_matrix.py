@@ -15,32 +15,54 @@ def test_the_stored_matrix_matches_build_cells_with_lens_rules_and_chunks(repo: 
     (repo / ".audit-mcp.toml").write_text(
         'lenses = ["security", "correctness", "performance"]\nchunk_threshold_lines = 1000\nchunk_lines = 700\n'
         '[[lens_rules]]\nglob = "web/**"\nlenses = ["security"]\n'
-        '[[lens_rules]]\nglob = "app/db.py"\nlenses = ["performance", "security"]\n')
+        '[[lens_rules]]\nglob = "app/db.py"\nlenses = ["performance", "security"]\n'
+    )
     service = AuditService(repo)
     service.next_step({"can_dispatch_subagents": True})
     with service.store.read() as tx:
         audit = tx.current_audit()
         assert audit is not None
         files, stored = tx.files(audit.audit_id), tx.cells(audit.audit_id)
-    config = SessionConfig(lenses=["security", "correctness", "performance"], chunk_threshold_lines=1000,
-                           chunk_lines=700, lens_rules=[LensRule(glob="web/**", lenses=["security"]),
-                                                        LensRule(glob="app/db.py", lenses=["performance", "security"])])
-    expected = {c.task_id: (c.path, c.start_line, c.end_line, c.lens, c.content_hash)
-                for c in build_cells(files, config)}
+    config = SessionConfig(
+        lenses=["security", "correctness", "performance"],
+        chunk_threshold_lines=1000,
+        chunk_lines=700,
+        lens_rules=[
+            LensRule(glob="web/**", lenses=["security"]),
+            LensRule(glob="app/db.py", lenses=["performance", "security"]),
+        ],
+    )
+    expected = {
+        c.task_id: (c.path, c.start_line, c.end_line, c.lens, c.content_hash) for c in build_cells(files, config)
+    }
     assert {c.task_id: (c.path, c.start_line, c.end_line, c.lens, c.content_hash) for c in stored} == expected
     assert [(s, e) for (p, s, e, lens, _) in expected.values() if p == "app/big.py" and lens == "security"] == [
-        (1, 700), (701, 1400), (1401, 2100), (2101, 2800), (2801, 3200)]
+        (1, 700),
+        (701, 1400),
+        (1401, 2100),
+        (2101, 2800),
+        (2801, 3200),
+    ]
     assert {lens for (p, *_, lens, _) in expected.values() if p.startswith("web/")} == {"security"}
     assert [lens for (p, *_, lens, _) in expected.values() if p == "app/db.py"] == ["performance", "security"]
 
 
 def test_python_imports_in_every_form_become_edges() -> None:
     known = {"pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/sub/c.py", "pkg/sub/__init__.py", "util.py", "d.py"}
-    text = ("import util, d\n"
-            "from . import a\n"
-            "    from .sub import c  # indented, inside a function\n"
-            "from pkg.b import (thing,\n    other)\n"
-            "x = 'from nowhere import this'\n")
+    text = (
+        "import util, d\n"
+        "from . import a\n"
+        "    from .sub import c  # indented, inside a function\n"
+        "from pkg.b import (thing,\n    other)\n"
+        "x = 'from nowhere import this'\n"
+    )
     assert import_edges("pkg/main.py", "python", text, known) == {
-        "util.py", "d.py", "pkg/__init__.py", "pkg/a.py", "pkg/sub/c.py", "pkg/sub/__init__.py", "pkg/b.py"}
+        "util.py",
+        "d.py",
+        "pkg/__init__.py",
+        "pkg/a.py",
+        "pkg/sub/c.py",
+        "pkg/sub/__init__.py",
+        "pkg/b.py",
+    }
     assert import_edges("pkg/main.py", "python", "print('no imports')\n", known) == set()

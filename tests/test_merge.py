@@ -26,8 +26,9 @@ def test_a_packet_nobody_submitted_is_requeued_and_reissued_with_what_went_wrong
     first, *rest = plan["packets"]
     for packet in rest:
         assert service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet)).accepted
-    summary = service.merge_and_ingest(plan["run_id"], [{"packet_id": first["packet_id"],
-                                                         "error": "Request timed out after 600s"}])
+    summary = service.merge_and_ingest(
+        plan["run_id"], [{"packet_id": first["packet_id"], "error": "Request timed out after 600s"}]
+    )
     assert summary.packets_failed == 1 and summary.failure_kinds == {"timeout": 1}
     assert summary.tasks_requeued == len(first["tasks"])
     step = service.next_step()
@@ -44,8 +45,9 @@ def test_tasks_that_fail_past_the_retry_budget_are_failed_and_named_as_gaps(repo
     step = service.next_step({"can_dispatch_subagents": True})
     for attempt in range(2):
         plan = _plan(step.artifact_paths["plan"])
-        service.merge_and_ingest(plan["run_id"], [{"packet_id": p["packet_id"], "error": f"crashed {attempt}"}
-                                                  for p in plan["packets"]])
+        service.merge_and_ingest(
+            plan["run_id"], [{"packet_id": p["packet_id"], "error": f"crashed {attempt}"} for p in plan["packets"]]
+        )
         step = service.next_step()
     assert step.step_kind == "present_report"
     assert step.completeness == "partial"
@@ -57,8 +59,9 @@ def test_tasks_that_fail_past_the_retry_budget_are_failed_and_named_as_gaps(repo
 def test_an_authentication_failure_blocks_instead_of_retrying(repo: Path) -> None:
     service = AuditService(repo)
     plan = _plan(service.next_step({"can_dispatch_subagents": True}).artifact_paths["plan"])
-    service.merge_and_ingest(plan["run_id"], [{"packet_id": plan["packets"][0]["packet_id"],
-                                               "error": "401 Unauthorized: invalid x-api-key"}])
+    service.merge_and_ingest(
+        plan["run_id"], [{"packet_id": plan["packets"][0]["packet_id"], "error": "401 Unauthorized: invalid x-api-key"}]
+    )
     step = service.next_step()
     assert step.step_kind == "blocked" and step.status == "blocked"
     assert "invalid x-api-key" in step.reason
@@ -71,9 +74,13 @@ def test_a_rate_limited_wave_sets_a_cooldown_in_the_next_plan(repo: Path) -> Non
     moment = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     service = AuditService(repo, clock=lambda: moment)
     plan = _plan(service.next_step({"can_dispatch_subagents": True}).artifact_paths["plan"])
-    service.merge_and_ingest(plan["run_id"], [{"packet_id": p["packet_id"],
-                                               "error": "Error: 429 rate_limit_error, retry-after: 90"}
-                                              for p in plan["packets"]])
+    service.merge_and_ingest(
+        plan["run_id"],
+        [
+            {"packet_id": p["packet_id"], "error": "Error: 429 rate_limit_error, retry-after: 90"}
+            for p in plan["packets"]
+        ],
+    )
     step = service.next_step()
     assert step.step_kind == "dispatch_review"
     assert _plan(step.artifact_paths["plan"])["cooldown_until"] == "2026-11-30T12:01:30Z"
@@ -129,8 +136,9 @@ def test_two_runs_failing_the_same_way_stop_with_a_blocker_instead_of_looping(re
     step = service.next_step({"can_dispatch_subagents": True})
     for _ in range(2):
         plan = _plan(step.artifact_paths["plan"])
-        service.merge_and_ingest(plan["run_id"], [{"packet_id": p["packet_id"], "error": "subagent crashed: E42"}
-                                                  for p in plan["packets"]])
+        service.merge_and_ingest(
+            plan["run_id"], [{"packet_id": p["packet_id"], "error": "subagent crashed: E42"} for p in plan["packets"]]
+        )
         step = service.next_step()
     assert step.step_kind == "blocked"
     assert "failed the same way" in step.reason and "subagent crashed: E42" in step.reason

@@ -32,8 +32,13 @@ def test_every_packet_fits_its_budget_and_every_cell_lands_in_exactly_one_packet
 def test_import_neighbours_travel_together() -> None:
     rows = _rows(60)
     edges = [("pkg/m000.py", "pkg/m059.py")]
-    plans = pack(build_cells(rows, SessionConfig(lenses=["security"])), {r.path: r for r in rows}, edges,
-                 budget=12_000, prefix_tokens=1_000)
+    plans = pack(
+        build_cells(rows, SessionConfig(lenses=["security"])),
+        {r.path: r for r in rows},
+        edges,
+        budget=12_000,
+        prefix_tokens=1_000,
+    )
     first = {u.path for u in plans[0].units}
     assert {"pkg/m000.py", "pkg/m059.py"} <= first
 
@@ -49,8 +54,9 @@ def test_a_chunked_file_gets_targeted_read_instructions(repo: Path) -> None:
     service = AuditService(repo)
     step = service.next_step({"can_dispatch_subagents": True})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
-    ranges = sorted((t["start_line"], t["end_line"]) for p in plan["packets"] for t in p["tasks"]
-                    if t["file"] == "huge.py")
+    ranges = sorted(
+        (t["start_line"], t["end_line"]) for p in plan["packets"] for t in p["tasks"] if t["file"] == "huge.py"
+    )
     assert ranges == [(1, 1_500), (1_501, 3_000), (3_001, 3_200)]
     prompts = "".join(Path(p["prompt_path"]).read_text() for p in plan["packets"])
     assert "`huge.py` is 3200 lines long: review lines 1501-3000 only" in prompts

@@ -9,24 +9,45 @@ import pytest
 from audit_mcp.engine.planner import MAX_INLINE_STEPS, Executor, Obligation, PlannerState, decide
 
 BASE = PlannerState(
-    has_audit=True, has_cells=True, blocker=None, open_run_id=None, open_run_packets=0, open_run_submitted=0,
-    pending_cells=10, assigned_cells=0, runs_started=0, max_runs=5, host_can_dispatch=True, synthesized=False,
+    has_audit=True,
+    has_cells=True,
+    blocker=None,
+    open_run_id=None,
+    open_run_packets=0,
+    open_run_submitted=0,
+    pending_cells=10,
+    assigned_cells=0,
+    runs_started=0,
+    max_runs=5,
+    host_can_dispatch=True,
+    synthesized=False,
 )
 
 CASES = [
     ("no audit → intake", replace(BASE, has_audit=False), Obligation.INTAKE, Executor.INLINE),
     ("no cells → plan", replace(BASE, has_cells=False), Obligation.PLAN, Executor.INLINE),
-    ("pending, unknown host → ask", replace(BASE, host_can_dispatch=None), Obligation.CAPABILITY_CHECK,
-     Executor.AGENT),
+    ("pending, unknown host → ask", replace(BASE, host_can_dispatch=None), Obligation.CAPABILITY_CHECK, Executor.AGENT),
     ("pending → dispatch", BASE, Obligation.DISPATCH, Executor.INLINE),
-    ("open run, all submitted → ingest", replace(BASE, open_run_id="R", open_run_packets=2, open_run_submitted=2),
-     Obligation.INGEST, Executor.INLINE),
-    ("open run, some missing → review", replace(BASE, open_run_id="R", open_run_packets=2, open_run_submitted=1),
-     Obligation.REVIEW, Executor.AGENT),
+    (
+        "open run, all submitted → ingest",
+        replace(BASE, open_run_id="R", open_run_packets=2, open_run_submitted=2),
+        Obligation.INGEST,
+        Executor.INLINE,
+    ),
+    (
+        "open run, some missing → review",
+        replace(BASE, open_run_id="R", open_run_packets=2, open_run_submitted=1),
+        Obligation.REVIEW,
+        Executor.AGENT,
+    ),
     ("run limit → blocked", replace(BASE, runs_started=5), Obligation.BLOCKED, Executor.AGENT),
     ("nothing open → synthesize", replace(BASE, pending_cells=0), Obligation.SYNTHESIZE, Executor.INLINE),
-    ("synthesized → report", replace(BASE, pending_cells=0, synthesized=True), Obligation.PRESENT_REPORT,
-     Executor.AGENT),
+    (
+        "synthesized → report",
+        replace(BASE, pending_cells=0, synthesized=True),
+        Obligation.PRESENT_REPORT,
+        Executor.AGENT,
+    ),
     ("blocker wins", replace(BASE, blocker="fix the key"), Obligation.BLOCKED, Executor.AGENT),
 ]
 

@@ -33,8 +33,9 @@ async def test_next_step_and_merge_send_progress_while_they_work(
         logs.append(params.data)
 
     async with Client(build_server(repo), mode=mode, logging_callback=on_log) as client:  # type: ignore[arg-type]
-        result = await client.call_tool("next_step", {"host_can_dispatch_subagents": True},
-                                        progress_callback=on_progress)
+        result = await client.call_tool(
+            "next_step", {"host_can_dispatch_subagents": True}, progress_callback=on_progress
+        )
         step = result.structured_content
         assert step is not None and step["step_kind"] == "dispatch_review"
         messages = [m for _, _, m in seen]
@@ -42,8 +43,10 @@ async def test_next_step_and_merge_send_progress_while_they_work(
         assert [p for p, _, _ in seen] == sorted(p for p, _, _ in seen)
         plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
         for packet in plan["packets"]:
-            await client.call_tool("submit_packet", {"run_id": plan["run_id"], "packet_id": packet["packet_id"],
-                                                     "results": reviewer.results(packet)})
+            await client.call_tool(
+                "submit_packet",
+                {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)},
+            )
         seen.clear()
         merged = await client.call_tool("merge_and_ingest", {"run_id": plan["run_id"]}, progress_callback=on_progress)
         assert not merged.is_error
@@ -84,8 +87,12 @@ def test_the_terminal_line_draws_only_on_a_terminal() -> None:
 
 def test_the_cli_stays_quiet_when_piped(repo: Path) -> None:
     exe = str(Path(sys.executable).with_name("audit-mcp"))
-    proc = subprocess.run([exe, "next-step", "--root", str(repo), "--host-can-dispatch-subagents", "true"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [exe, "next-step", "--root", str(repo), "--host-can-dispatch-subagents", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0
     assert "\r" not in proc.stderr and "[step" not in proc.stderr
     assert json.loads(proc.stdout)["step_kind"] == "dispatch_review"
@@ -98,8 +105,12 @@ def test_the_cli_draws_its_progress_line_on_a_terminal(repo: Path) -> None:
     exe = str(Path(sys.executable).with_name("audit-mcp"))
     master, slave = pty.openpty()
     try:
-        proc = subprocess.run([exe, "next-step", "--root", str(repo), "--host-can-dispatch-subagents", "true"],
-                              stdout=subprocess.PIPE, stderr=slave, timeout=60)
+        proc = subprocess.run(
+            [exe, "next-step", "--root", str(repo), "--host-can-dispatch-subagents", "true"],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            timeout=60,
+        )
         os.close(slave)
         drawn = os.read(master, 65536).decode()
     finally:

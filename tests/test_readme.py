@@ -17,8 +17,10 @@ from audit_mcp.surfaces.cli import build_parser
 PROJECT = Path(__file__).resolve().parent.parent
 README = (PROJECT / "README.md").read_text()
 _BLOCK = re.compile(r"^( *)```(json|toml|sh|yaml)\n(.*?)^\1```", re.S | re.M)
-BLOCKS = [(m.group(2), "\n".join(line[len(m.group(1)):] for line in m.group(3).splitlines()))
-          for m in _BLOCK.finditer(README)]
+BLOCKS = [
+    (m.group(2), "\n".join(line[len(m.group(1)) :] for line in m.group(3).splitlines()))
+    for m in _BLOCK.finditer(README)
+]
 DEFAULT_URL = "http://127.0.0.1:8765/mcp"
 
 
@@ -36,8 +38,11 @@ def servers(doc: dict[str, Any]) -> dict[str, Any]:
     return doc.get("mcpServers") or doc.get("servers") or doc.get("mcp_servers") or {}
 
 
-@pytest.mark.parametrize(("lang", "text"), [b for b in BLOCKS if b[0] in ("json", "toml")],
-                         ids=[f"{b[0]}-{i}" for i, b in enumerate(BLOCKS) if b[0] in ("json", "toml")])
+@pytest.mark.parametrize(
+    ("lang", "text"),
+    [b for b in BLOCKS if b[0] in ("json", "toml")],
+    ids=[f"{b[0]}-{i}" for i, b in enumerate(BLOCKS) if b[0] in ("json", "toml")],
+)
 def test_every_json_and_toml_snippet_parses_and_names_a_real_command(lang: str, text: str, tmp_path: Path) -> None:
     doc = json.loads(text) if lang == "json" else tomllib.loads(text)
     hosts = servers(doc)
@@ -57,8 +62,9 @@ def test_every_json_and_toml_snippet_parses_and_names_a_real_command(lang: str, 
 
 
 def test_the_readme_has_host_setups_for_every_host_and_transport() -> None:
-    parsed = [servers(json.loads(t) if lang == "json" else tomllib.loads(t)) for lang, t in BLOCKS
-              if lang in ("json", "toml")]
+    parsed = [
+        servers(json.loads(t) if lang == "json" else tomllib.loads(t)) for lang, t in BLOCKS if lang in ("json", "toml")
+    ]
     stdio = [entry for doc in parsed for entry in doc.values() if "command" in entry]
     assert len(stdio) >= 4
     urls = [t for lang, t in BLOCKS if lang in ("json", "toml") and DEFAULT_URL in t]
@@ -74,7 +80,7 @@ def test_every_shell_line_runs_a_real_verb() -> None:
         for part in re.split(r"&&|\|\|", line):
             words = shlex.split(part.strip())
             if "--" in words and words[0] == "claude":
-                words = words[words.index("--") + 1:]
+                words = words[words.index("--") + 1 :]
             if words and words[0] == "audit-mcp":
                 check_command(words)
                 checked += 1

@@ -79,8 +79,15 @@ def test_an_incomplete_audit_says_so_and_names_every_gap_in_the_sarif(
 
 def test_sarif_of_an_audit_without_findings_is_still_valid(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def clean(packet: dict[str, Any]) -> list[dict[str, Any]]:
-        return [{"task_id": t["task_id"], "status": "reviewed", "findings": [],
-                 "summary": f"Read {t['file']} in full and traced every input to its use."} for t in packet["tasks"]]
+        return [
+            {
+                "task_id": t["task_id"],
+                "status": "reviewed",
+                "findings": [],
+                "summary": f"Read {t['file']} in full and traced every input to its use.",
+            }
+            for t in packet["tasks"]
+        ]
 
     drive(AuditService(repo), clean)
     doc = _cli_sarif(repo, capsys)
@@ -107,8 +114,12 @@ def test_the_github_checks_catch_what_code_scanning_rejects(repo: Path, reviewer
 
 @pytest.mark.parametrize(
     ("category", "cwes", "rid"),
-    [("CWE-89", ["89"], "cwe-89"), ("sql injection (cwe_089)", ["89"], "sql-injection-cwe-089"),
-     ("N+1 query", [], "n-1-query"), ("  ", [], "uncategorised")],
+    [
+        ("CWE-89", ["89"], "cwe-89"),
+        ("sql injection (cwe_089)", ["89"], "sql-injection-cwe-089"),
+        ("N+1 query", [], "n-1-query"),
+        ("  ", [], "uncategorised"),
+    ],
     ids=["plain", "embedded", "free-text", "blank"],
 )
 def test_categories_become_rule_ids_and_cwe_tags(category: str, cwes: list[str], rid: str) -> None:

@@ -42,8 +42,9 @@ def test_a_run_holds_at_most_max_packets_per_run_and_the_rest_follows_in_later_r
 
 
 def test_the_scale_benchmark_runs_on_a_small_repository() -> None:
-    proc = subprocess.run([sys.executable, str(BENCHMARK), "--files", "120"], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--files", "120"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     figures = json.loads(proc.stdout)
     assert figures["first_next_step"]["step_kind"] == "dispatch_review"

@@ -6,17 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from audit_mcp.scheduling.budget import packet_token_budget, sustainable_packet_tokens
 from audit_mcp.scheduling.learning import RunOutcome, learn
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits
-from audit_mcp.scheduling.scheduler import (
-    Learned,
-    PacketLoad,
-    launch_offsets,
-    packet_token_budget,
-    physical_cap,
-    schedule,
-    sustainable_packet_tokens,
-)
+from audit_mcp.scheduling.profile import Learned
+from audit_mcp.scheduling.scheduler import PacketLoad, launch_offsets, physical_cap, schedule
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DAY = timedelta(hours=24)
@@ -26,8 +20,13 @@ LOW = (50, 30_000, 8_000)
 
 
 def limits(rpm: int, itpm: int, otpm: int, confidence: str = "medium", provider: str = "anthropic") -> ResolvedLimits:
-    values = {"context_tokens": 200_000, "output_tokens": 16_000, "requests_per_minute": rpm,
-              "input_tokens_per_minute": itpm, "output_tokens_per_minute": otpm}
+    values = {
+        "context_tokens": 200_000,
+        "output_tokens": 16_000,
+        "requests_per_minute": rpm,
+        "input_tokens_per_minute": itpm,
+        "output_tokens_per_minute": otpm,
+    }
     return ResolvedLimits(provider, "claude-test", {k: Limit(v, "test", confidence) for k, v in values.items()})
 
 
@@ -35,15 +34,18 @@ def packets(n: int, tokens: int = 20_000) -> list[PacketLoad]:
     return [PacketLoad(f"P{i:02d}", tokens + i) for i in range(n)]
 
 
-@pytest.mark.parametrize(("tier", "host_cap", "n", "tokens", "expected"), [
-    (HIGH, 20, 40, 20_000, 14),   # host-bound (16 at most), balanced: 40 → 14 + 13 + 13
-    (HIGH, 4, 10, 20_000, 4),     # host-bound
-    (HIGH, 3, 2, 20_000, 2),      # fewer packets than slots
-    (MID, 16, 30, 20_000, 15),    # small packets: still host-bound, 30 → 15 + 15
-    (MID, 16, 30, 80_000, 10),    # input-token bound: 10 sustained, 30 → 10 + 10 + 10
-    (LOW, 16, 10, 20_000, 3),     # a low tier sustains three runs at a time: 3 + 3 + 2 + 2
-], ids=["high-tier-claude-code", "high-tier-cursor", "two-packets", "mid-tier-small", "mid-tier-large",
-        "low-tier"])
+@pytest.mark.parametrize(
+    ("tier", "host_cap", "n", "tokens", "expected"),
+    [
+        (HIGH, 20, 40, 20_000, 14),  # host-bound (16 at most), balanced: 40 → 14 + 13 + 13
+        (HIGH, 4, 10, 20_000, 4),  # host-bound
+        (HIGH, 3, 2, 20_000, 2),  # fewer packets than slots
+        (MID, 16, 30, 20_000, 15),  # small packets: still host-bound, 30 → 15 + 15
+        (MID, 16, 30, 80_000, 10),  # input-token bound: 10 sustained, 30 → 10 + 10 + 10
+        (LOW, 16, 10, 20_000, 3),  # a low tier sustains three runs at a time: 3 + 3 + 2 + 2
+    ],
+    ids=["high-tier-claude-code", "high-tier-cursor", "two-packets", "mid-tier-small", "mid-tier-large", "low-tier"],
+)
 def test_wave_size_is_the_tightest_of_host_and_limits(
     tier: tuple[int, int, int], host_cap: int, n: int, tokens: int, expected: int
 ) -> None:
@@ -71,8 +73,7 @@ def test_a_learned_cap_narrows_the_wave_and_decays_back_toward_the_limits() -> N
 
 def test_an_active_cooldown_is_carried_and_an_expired_one_is_dropped() -> None:
     learned = Learned(cooldown_until=NOW + timedelta(seconds=90))
-    assert schedule(limits(*HIGH), learned, 4, "rolling", packets(4), NOW).cooldown_until == NOW + timedelta(
-        seconds=90)
+    assert schedule(limits(*HIGH), learned, 4, "rolling", packets(4), NOW).cooldown_until == NOW + timedelta(seconds=90)
     assert schedule(limits(*HIGH), learned, 4, "rolling", packets(4), NOW + DAY).cooldown_until is None
 
 
@@ -80,51 +81,72 @@ def test_an_active_cooldown_is_carried_and_an_expired_one_is_dropped() -> None:
 def test_packets_too_big_for_the_input_bucket_are_flagged_only_when_limits_are_known(
     confidence: str, oversize: list[str]
 ) -> None:
-    result = schedule(limits(50, 30_000, 8_000, confidence), Learned(), 4, "rolling", [PacketLoad("P00", 28_000)],
-                      NOW)
+    result = schedule(limits(50, 30_000, 8_000, confidence), Learned(), 4, "rolling", [PacketLoad("P00", 28_000)], NOW)
     assert result.oversize == oversize
 
 
 def test_usage_calibrates_the_run_profile_and_moves_the_physical_cap() -> None:
     lim = limits(*MID)
     before, _ = physical_cap(lim, 16, 60_000, Learned())
-    outcome = RunOutcome(launched=2, wave_size=2, succeeded=2, rate_limited=0,
-                         usage=[{"input_tokens": 60_000.0, "seconds": 240.0}] * 2, estimated_tokens=[60_000, 60_000])
+    outcome = RunOutcome(
+        launched=2,
+        wave_size=2,
+        succeeded=2,
+        rate_limited=0,
+        usage=[{"input_tokens": 60_000.0, "seconds": 240.0}] * 2,
+        estimated_tokens=[60_000, 60_000],
+    )
     after, binding = physical_cap(lim, 16, 60_000, learn(Learned(), outcome, NOW, before, DAY))
     assert before == 15  # 7,500 tokens/s × 240 s / (60,000 × 2)
     assert after > before and binding == "host"
 
 
-@pytest.mark.parametrize(("cap", "wave", "rate_limited", "last_decrease", "expected"), [
-    (None, 8, 1, None, 4.0),            # first 429: halve the wave that was used
-    (8.0, 8, 3, None, 4.0),
-    (8.0, 8, 1, NOW - timedelta(seconds=30), 8.0),   # at most one decrease a minute
-    (1.0, 1, 1, None, 1.0),             # never below one
-    (4.0, 4, 0, None, 5.0),             # clean and well used: +1
-    (8.0, 2, 0, None, 8.0),             # clean but under half used: unchanged
-    (None, 4, 0, None, None),           # nothing learned yet and nothing to learn
-], ids=["first-429", "many-429", "once-a-minute", "floor", "additive-increase", "under-used", "no-signal"])
-def test_aimd(cap: float | None, wave: int, rate_limited: int, last_decrease: datetime | None,
-              expected: float | None) -> None:
+@pytest.mark.parametrize(
+    ("cap", "wave", "rate_limited", "last_decrease", "expected"),
+    [
+        (None, 8, 1, None, 4.0),  # first 429: halve the wave that was used
+        (8.0, 8, 3, None, 4.0),
+        (8.0, 8, 1, NOW - timedelta(seconds=30), 8.0),  # at most one decrease a minute
+        (1.0, 1, 1, None, 1.0),  # never below one
+        (4.0, 4, 0, None, 5.0),  # clean and well used: +1
+        (8.0, 2, 0, None, 8.0),  # clean but under half used: unchanged
+        (None, 4, 0, None, None),  # nothing learned yet and nothing to learn
+    ],
+    ids=["first-429", "many-429", "once-a-minute", "floor", "additive-increase", "under-used", "no-signal"],
+)
+def test_aimd(
+    cap: float | None, wave: int, rate_limited: int, last_decrease: datetime | None, expected: float | None
+) -> None:
     learned = Learned(cap=cap, updated_at=NOW if cap else None, last_decrease_at=last_decrease)
     outcome = RunOutcome(launched=wave, wave_size=wave, succeeded=wave - rate_limited, rate_limited=rate_limited)
     assert learn(learned, outcome, NOW, 16, DAY).cap == expected
 
 
-@pytest.mark.parametrize(("cap", "wave", "absorbed", "expected"), [
-    (8.0, 8, 3, 6.0),    # three retries the host absorbed: a quarter off the wave that was used
-    (8.0, 8, 12, 6.0),   # however many
-    (2.0, 2, 5, 2.0),    # a narrow wave keeps its width (1.5 rounds up): halving it would cost half the speed
-    (8.0, 8, 2, 8.0),    # one or two are noise: held, neither narrower nor wider
-    (8.0, 8, 0, 9.0),    # none: clean, +1
-], ids=["three", "many", "narrow", "stray", "clean"])
+@pytest.mark.parametrize(
+    ("cap", "wave", "absorbed", "expected"),
+    [
+        (8.0, 8, 3, 6.0),  # three retries the host absorbed: a quarter off the wave that was used
+        (8.0, 8, 12, 6.0),  # however many
+        (2.0, 2, 5, 2.0),  # a narrow wave keeps its width (1.5 rounds up): halving it would cost half the speed
+        (8.0, 8, 2, 8.0),  # one or two are noise: held, neither narrower nor wider
+        (8.0, 8, 0, 9.0),  # none: clean, +1
+    ],
+    ids=["three", "many", "narrow", "stray", "clean"],
+)
 def test_rate_limited_calls_the_host_absorbed_narrow_the_cap_without_a_cooldown(
     cap: float, wave: int, absorbed: int, expected: float
 ) -> None:
     learned = Learned(cap=cap, updated_at=NOW)
     usage = [{"input_tokens": 40_000.0, "seconds": 900.0, "rate_limited_calls": float(absorbed)}]
-    outcome = RunOutcome(launched=wave, wave_size=wave, succeeded=wave, rate_limited=0, usage=usage,
-                         estimated_tokens=[20_000], absorbed=absorbed)
+    outcome = RunOutcome(
+        launched=wave,
+        wave_size=wave,
+        succeeded=wave,
+        rate_limited=0,
+        usage=usage,
+        estimated_tokens=[20_000],
+        absorbed=absorbed,
+    )
     state = learn(learned, outcome, NOW, 16, DAY)
     assert state.cap == expected and state.cooldown_until is None
     assert state.last_429_at == (NOW if absorbed else None)
@@ -133,8 +155,11 @@ def test_rate_limited_calls_the_host_absorbed_narrow_the_cap_without_a_cooldown(
 
 
 def test_only_the_packets_that_met_no_rate_limit_teach_the_run_length() -> None:
-    usage = [{"seconds": 900.0, "rate_limited_calls": 4.0}, {"seconds": 200.0, "rate_limited_calls": 0.0},
-             {"seconds": 220.0}]
+    usage = [
+        {"seconds": 900.0, "rate_limited_calls": 4.0},
+        {"seconds": 200.0, "rate_limited_calls": 0.0},
+        {"seconds": 220.0},
+    ]
     outcome = RunOutcome(launched=3, wave_size=3, succeeded=3, rate_limited=0, usage=usage, absorbed=4)
     assert learn(Learned(), outcome, NOW, 16, DAY).run_seconds == 210.0
     failed = RunOutcome(launched=3, wave_size=3, succeeded=2, rate_limited=1, usage=usage[1:])
@@ -181,8 +206,10 @@ def test_guessed_low_confidence_limits_do_not_throttle_the_host() -> None:
     assert "per-minute limits are not known yet" in result.reasoning and "AUDIT_MCP_ITPM" in result.reasoning
     # Once a run has taught something, or a limit is configured, the warning goes.
     taught = Learned(run_seconds=200.0, clean_runs=1)
-    assert "not known yet" not in schedule(limits(*LOW, confidence="low"), taught, 16, "rolling", packets(4),
-                                           NOW).reasoning
+    assert (
+        "not known yet"
+        not in schedule(limits(*LOW, confidence="low"), taught, 16, "rolling", packets(4), NOW).reasoning
+    )
     assert "not known yet" not in schedule(limits(*LOW), Learned(), 16, "rolling", packets(4), NOW).reasoning
 
 
@@ -200,12 +227,16 @@ def test_the_launch_offsets_play_the_input_bucket_forward() -> None:
     assert offsets == [0.0, 0.0, 22.2, 66.7, 111.1]
 
 
-@pytest.mark.parametrize(("tier", "confidence", "paced"), [
-    (HIGH, "medium", False),   # the host's slots bind first: everything starts at once
-    (LOW, "low", False),       # a guessed tier never paces
-    (LOW, "medium", True),
-    (LOW, "high", True),
-], ids=["high-tier", "guessed-low-tier", "configured-low-tier", "low-tier-from-headers"])
+@pytest.mark.parametrize(
+    ("tier", "confidence", "paced"),
+    [
+        (HIGH, "medium", False),  # the host's slots bind first: everything starts at once
+        (LOW, "low", False),  # a guessed tier never paces
+        (LOW, "medium", True),
+        (LOW, "high", True),
+    ],
+    ids=["high-tier", "guessed-low-tier", "configured-low-tier", "low-tier-from-headers"],
+)
 def test_launches_are_paced_only_when_a_known_limit_binds(
     tier: tuple[int, int, int], confidence: str, paced: bool
 ) -> None:
@@ -218,8 +249,14 @@ def test_launches_are_paced_only_when_a_known_limit_binds(
 
 
 def test_the_launch_interval_is_the_steady_gap_between_starts() -> None:
-    result = schedule(limits(100_000, 30_000, 10_000_000), Learned(), 16, "rolling",
-                      [PacketLoad(f"P{i:02d}", 10_000) for i in range(8)], NOW)
+    result = schedule(
+        limits(100_000, 30_000, 10_000_000),
+        Learned(),
+        16,
+        "rolling",
+        [PacketLoad(f"P{i:02d}", 10_000) for i in range(8)],
+        NOW,
+    )
     gaps = [b - a for a, b in zip(result.launch_offsets, result.launch_offsets[1:], strict=False)]
     assert result.launch_interval_seconds == pytest.approx(20_000 / (0.9 * 500), abs=0.1)
     assert gaps[-1] == pytest.approx(result.launch_interval_seconds, abs=0.2)
@@ -235,9 +272,14 @@ def test_a_run_too_hungry_for_the_input_bucket_on_its_own_is_called_out() -> Non
 
 def test_usage_calibrates_the_input_ratio_by_run_totals_not_per_packet_ratios() -> None:
     # Small packets pay the same fixed overhead per call; a mean of ratios would say 4.5.
-    outcome = RunOutcome(launched=2, wave_size=2, succeeded=2, rate_limited=0,
-                         usage=[{"input_tokens": 30_000.0}, {"input_tokens": 12_000.0}],
-                         estimated_tokens=[10_000, 2_000])
+    outcome = RunOutcome(
+        launched=2,
+        wave_size=2,
+        succeeded=2,
+        rate_limited=0,
+        usage=[{"input_tokens": 30_000.0}, {"input_tokens": 12_000.0}],
+        estimated_tokens=[10_000, 2_000],
+    )
     assert learn(Learned(), outcome, NOW, 4, DAY).input_ratio == pytest.approx(3.5)
 
 
@@ -246,33 +288,56 @@ def test_a_zero_limit_neither_paces_nor_divides_by_zero() -> None:
     assert result.launch_offsets == [0.0] * 6 and result.wave_size == 1 and result.forecast.seconds_high > 0
 
 
-@pytest.mark.parametrize(("tier", "confidence", "provider", "learned", "expected"), [
-    (LOW, "medium", "openai", Learned(), 12_750),                  # 500/s × 240 s × 0.85 / 8
-    (LOW, "medium", "anthropic", Learned(), 51_000),               # cache reads are free: ratio 2
-    (LOW, "high", "openai", Learned(run_seconds=120, input_ratio=10), 8_000),  # 5,100 → the floor
-    (LOW, "medium", "openai", Learned(run_seconds=300, input_ratio=5), 25_500),
-    (MID, "medium", "openai", Learned(), 191_250),
-    (LOW, "low", "openai", Learned(), None),                       # a guessed tier binds nothing
-    ((50, 0, 8_000), "medium", "openai", Learned(), 8_000),        # nothing is admitted: the floor, no division
-], ids=["low-uncached-priors", "low-cached-priors", "learned-hungry-runs-floor", "learned-slow-runs",
-        "mid-uncached", "guessed-limits", "zero-input-limit"])
+@pytest.mark.parametrize(
+    ("tier", "confidence", "provider", "learned", "expected"),
+    [
+        (LOW, "medium", "openai", Learned(), 12_750),  # 500/s × 240 s × 0.85 / 8
+        (LOW, "medium", "anthropic", Learned(), 51_000),  # cache reads are free: ratio 2
+        (LOW, "high", "openai", Learned(run_seconds=120, input_ratio=10), 8_000),  # 5,100 → the floor
+        (LOW, "medium", "openai", Learned(run_seconds=300, input_ratio=5), 25_500),
+        (MID, "medium", "openai", Learned(), 191_250),
+        (LOW, "low", "openai", Learned(), None),  # a guessed tier binds nothing
+        ((50, 0, 8_000), "medium", "openai", Learned(), 8_000),  # nothing is admitted: the floor, no division
+    ],
+    ids=[
+        "low-uncached-priors",
+        "low-cached-priors",
+        "learned-hungry-runs-floor",
+        "learned-slow-runs",
+        "mid-uncached",
+        "guessed-limits",
+        "zero-input-limit",
+    ],
+)
 def test_a_packet_is_sized_so_one_run_draws_input_no_faster_than_it_refills(
     tier: tuple[int, int, int], confidence: str, provider: str, learned: Learned, expected: int | None
 ) -> None:
     assert sustainable_packet_tokens(limits(*tier, confidence, provider), learned) == expected
 
 
-@pytest.mark.parametrize(("tier", "provider", "configured", "host_cap", "expected"), [
-    (LOW, "openai", 60_000, 16, 12_750),     # the sustainable draw binds
-    (LOW, "anthropic", 60_000, 16, 24_000),  # the first call must fit the input bucket: 30k / 1.25
-    (LOW, "openai", 10_000, 16, 10_000),     # the configured cap binds
-    (HIGH, "anthropic", 60_000, 16, 60_000),
-    (MID, "openai", 60_000, 16, 20_000),     # input binds and every call re-sends everything: smaller costs less
-    (MID, "openai", 60_000, 3, 60_000),      # three slots bind first: fewer, larger packets make fewer calls
-    (HIGH, "openai", 60_000, 16, 60_000),    # the host's slots bind
-    (HIGH, "anthropic", 500_000, 16, 150_000),  # the context window, less the reviewer's room
-], ids=["low-uncached", "low-cached", "configured", "high-tier", "mid-uncached", "mid-uncached-narrow-host",
-        "high-uncached", "context"])
+@pytest.mark.parametrize(
+    ("tier", "provider", "configured", "host_cap", "expected"),
+    [
+        (LOW, "openai", 60_000, 16, 12_750),  # the sustainable draw binds
+        (LOW, "anthropic", 60_000, 16, 24_000),  # the first call must fit the input bucket: 30k / 1.25
+        (LOW, "openai", 10_000, 16, 10_000),  # the configured cap binds
+        (HIGH, "anthropic", 60_000, 16, 60_000),
+        (MID, "openai", 60_000, 16, 20_000),  # input binds and every call re-sends everything: smaller costs less
+        (MID, "openai", 60_000, 3, 60_000),  # three slots bind first: fewer, larger packets make fewer calls
+        (HIGH, "openai", 60_000, 16, 60_000),  # the host's slots bind
+        (HIGH, "anthropic", 500_000, 16, 150_000),  # the context window, less the reviewer's room
+    ],
+    ids=[
+        "low-uncached",
+        "low-cached",
+        "configured",
+        "high-tier",
+        "mid-uncached",
+        "mid-uncached-narrow-host",
+        "high-uncached",
+        "context",
+    ],
+)
 def test_the_packet_budget_is_the_tightest_of_context_config_first_call_and_run_draw(
     tier: tuple[int, int, int], provider: str, configured: int, host_cap: int, expected: int
 ) -> None:

@@ -45,10 +45,21 @@ async def _plan(client: Client, run_id: str) -> dict[str, Any]:
 
 async def _clean_run(client: Client, reviewer: ScriptedReviewer, plan: dict[str, Any]) -> None:
     for packet in plan["packets"]:
-        receipt = await _call(client, "submit_packet", {
-            "run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet),
-            "usage": {"input_tokens": 6 * packet["estimated_tokens"], "output_tokens": 3000, "api_calls": 12,
-                      "seconds": 200}})
+        receipt = await _call(
+            client,
+            "submit_packet",
+            {
+                "run_id": plan["run_id"],
+                "packet_id": packet["packet_id"],
+                "results": reviewer.results(packet),
+                "usage": {
+                    "input_tokens": 6 * packet["estimated_tokens"],
+                    "output_tokens": 3000,
+                    "api_calls": 12,
+                    "seconds": 200,
+                },
+            },
+        )
         assert receipt["accepted"], receipt["errors"]
     await _call(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
 
@@ -59,7 +70,8 @@ async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
 ) -> None:
     # carry_forward off: the second audit below reviews everything again instead of keeping the first's cells.
     (repo / ".audit-mcp.toml").write_text(
-        'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\ncarry_forward = false\n')
+        'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\ncarry_forward = false\n'
+    )
     clock = FakeClock()
     async with Client(build_server(repo, clock=clock)) as client:
         await _call(client, "next_step", {"root": str(repo)})
@@ -72,9 +84,17 @@ async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
         before = await _call(client, "quota_status", {})
         assert before["learned"]["last_429_at"] is None and before["forecast"]["packets"] >= 6
 
-        await _call(client, "merge_and_ingest", {"run_id": first["run_id"], "failures": [
-            {"packet_id": p["packet_id"], "error": "API Error: 429 {\"type\":\"rate_limit_error\"} retry-after: 45"}
-            for p in first["packets"]]})
+        await _call(
+            client,
+            "merge_and_ingest",
+            {
+                "run_id": first["run_id"],
+                "failures": [
+                    {"packet_id": p["packet_id"], "error": 'API Error: 429 {"type":"rate_limit_error"} retry-after: 45'}
+                    for p in first["packets"]
+                ],
+            },
+        )
         quota = await _call(client, "quota_status", {})
         assert quota["learned"]["last_429_at"] == "2026-11-30T12:00:00Z"
         assert quota["learned"]["cooldown_until"] == "2026-11-30T12:00:45Z"
@@ -118,9 +138,16 @@ async def test_rate_limit_retries_reported_in_usage_narrow_the_next_wave_without
         first = await _plan(client, step["run_id"])
         assert first["wave_size"] == 4
         for packet in first["packets"]:  # every packet got through, but its calls were refused and retried
-            receipt = await _call(client, "submit_packet", {
-                "run_id": first["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet),
-                "usage": {"input_tokens": 20_000, "api_calls": 12, "seconds": 600, "rate_limited_calls": 2}})
+            receipt = await _call(
+                client,
+                "submit_packet",
+                {
+                    "run_id": first["run_id"],
+                    "packet_id": packet["packet_id"],
+                    "results": reviewer.results(packet),
+                    "usage": {"input_tokens": 20_000, "api_calls": 12, "seconds": 600, "rate_limited_calls": 2},
+                },
+            )
             assert receipt["accepted"], receipt["errors"]
         summary = await _call(client, "merge_and_ingest", {"run_id": first["run_id"], "failures": []})
         assert summary["packets_failed"] == 0
@@ -142,7 +169,8 @@ def test_a_negative_rate_limited_calls_count_is_refused_and_nothing_is_stored(
     receipt = service.submit_packet(plan["run_id"], packet["packet_id"], results, usage={"rate_limited_calls": -1})
     assert not receipt.accepted
     assert [(e.location, e.message) for e in receipt.errors] == [
-        ("/usage/rate_limited_calls", "'rate_limited_calls' must be a non-negative number")]
+        ("/usage/rate_limited_calls", "'rate_limited_calls' must be a non-negative number")
+    ]
     fixed = service.submit_packet(plan["run_id"], packet["packet_id"], results, usage={"rate_limited_calls": 1})
     assert fixed.accepted, fixed.errors
 
@@ -151,23 +179,28 @@ def test_a_spend_cap_blocks_with_the_reason_instead_of_cooling_down(repo: Path) 
     service = AuditService(repo, clock=lambda: START)
     step = service.next_step({"can_dispatch_subagents": True})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
-    service.merge_and_ingest(plan["run_id"], [
-        {"packet_id": p["packet_id"], "error": "429 {\"error\": {\"message\": \"enforced_spend_limit_reached\"}}"}
-        for p in plan["packets"]])
+    service.merge_and_ingest(
+        plan["run_id"],
+        [
+            {"packet_id": p["packet_id"], "error": '429 {"error": {"message": "enforced_spend_limit_reached"}}'}
+            for p in plan["packets"]
+        ],
+    )
     blocked = service.next_step()
     assert blocked.step_kind == "blocked" and "spend cap" in blocked.reason
     assert service.quota().learned["hard_stop"] is not None
 
 
 def test_limits_set_in_config_shape_the_waves_and_flag_packets_that_cannot_fit(repo: Path) -> None:
-    (repo / ".audit-mcp.toml").write_text("max_packet_tokens = 60000\n[model]\nrequests_per_minute = 4000\n"
-                                          "input_tokens_per_minute = 40000\noutput_tokens_per_minute = 400000\n")
+    (repo / ".audit-mcp.toml").write_text(
+        "max_packet_tokens = 60000\n[model]\nrequests_per_minute = 4000\n"
+        "input_tokens_per_minute = 40000\noutput_tokens_per_minute = 400000\n"
+    )
     service = AuditService(repo, clock=lambda: START)
     quota = service.quota(host_model="claude-haiku-4-5")
     assert quota.limits["input_tokens_per_minute"].confidence == "medium"
     assert quota.packet_budget_tokens == 32_000  # packed to fit a first call into the input bucket
-    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16,
-                              "model": "claude-haiku-4-5"})
+    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16, "model": "claude-haiku-4-5"})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     assert plan["wave_size"] <= 3 and "input_tokens_per_minute" in plan["schedule"]["reasoning"]
     assert max(p["estimated_tokens"] for p in plan["packets"]) <= 32_000
@@ -176,15 +209,18 @@ def test_limits_set_in_config_shape_the_waves_and_flag_packets_that_cannot_fit(r
 
 def _models_api(request: httpx.Request) -> httpx.Response:
     assert request.headers["x-api-key"] == "sk-test"
-    return httpx.Response(200, json={"id": "claude-sonnet-4-6", "max_input_tokens": 1_000_000, "max_tokens": 64_000},
-                          headers={"anthropic-ratelimit-requests-limit": "1000",
-                                   "anthropic-ratelimit-input-tokens-limit": "450000"})
+    return httpx.Response(
+        200,
+        json={"id": "claude-sonnet-4-6", "max_input_tokens": 1_000_000, "max_tokens": 64_000},
+        headers={"anthropic-ratelimit-requests-limit": "1000", "anthropic-ratelimit-input-tokens-limit": "450000"},
+    )
 
 
 def test_the_provider_probe_reads_context_and_rate_limit_headers() -> None:
     transport = httpx.MockTransport(_models_api)
-    found = probe("anthropic", "claude-sonnet-4-6", "auto", START, env={"ANTHROPIC_API_KEY": "sk-test"},
-                  transport=transport)
+    found = probe(
+        "anthropic", "claude-sonnet-4-6", "auto", START, env={"ANTHROPIC_API_KEY": "sk-test"}, transport=transport
+    )
     assert found.limits["input_tokens_per_minute"].confidence == "high"
     assert found.limits["requests_per_minute"].value == 1000
     assert found.limits["context_tokens"].value == 1_000_000 and found.limits["output_tokens"].confidence == "medium"
@@ -208,13 +244,30 @@ def test_the_quota_verb_shows_limits_learned_state_schedule_and_forecast(
     monkeypatch.setenv("AUDIT_MCP_ITPM", "450000")
     monkeypatch.setenv("AUDIT_MCP_HALF_LIFE_HOURS", "6")
     root = str(repo)
-    assert main(["next-step", "--root", root, "--host-can-dispatch-subagents", "true",
-                 "--host-max-active-subagents", "6", "--host-model", "claude-sonnet-4-6"]) == 0
+    assert (
+        main(
+            [
+                "next-step",
+                "--root",
+                root,
+                "--host-can-dispatch-subagents",
+                "true",
+                "--host-max-active-subagents",
+                "6",
+                "--host-model",
+                "claude-sonnet-4-6",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["quota", "--root", root]) == 0
     quota = json.loads(capsys.readouterr().out)
     assert quota["limits"]["input_tokens_per_minute"] == {
-        "value": 450_000, "source": "environment AUDIT_MCP_ITPM", "confidence": "medium"}
+        "value": 450_000,
+        "source": "environment AUDIT_MCP_ITPM",
+        "confidence": "medium",
+    }
     assert quota["learned"]["half_life_hours"] == 6 and quota["learned"]["last_429_at"] is None
     assert quota["learned"]["max_safe_concurrency"] == quota["learned"]["physical_cap"] <= 6
     assert quota["learned_state_path"].endswith("learned.sqlite3")
@@ -229,12 +282,16 @@ def test_a_bad_scheduler_setting_is_reported_not_crashed_on(repo: Path, monkeypa
     assert step.step_kind == "blocked" and "AUDIT_MCP_WAVE_KIND" in step.reason
 
 
-@pytest.mark.parametrize(("config", "env", "client", "kind"), [
-    ({}, {}, None, "rolling"),
-    ({}, {}, "Cursor", "whole_wave"),
-    ({"wave_kind": "rolling"}, {}, "cursor", "rolling"),
-    ({"wave_kind": "rolling"}, {"AUDIT_MCP_WAVE_KIND": "whole_wave"}, None, "whole_wave"),
-], ids=["default", "cursor-waits-for-whole-waves", "config-wins-over-client", "environment-wins"])
+@pytest.mark.parametrize(
+    ("config", "env", "client", "kind"),
+    [
+        ({}, {}, None, "rolling"),
+        ({}, {}, "Cursor", "whole_wave"),
+        ({"wave_kind": "rolling"}, {}, "cursor", "rolling"),
+        ({"wave_kind": "rolling"}, {"AUDIT_MCP_WAVE_KIND": "whole_wave"}, None, "whole_wave"),
+    ],
+    ids=["default", "cursor-waits-for-whole-waves", "config-wins-over-client", "environment-wins"],
+)
 def test_the_host_kind_comes_from_environment_config_or_client(
     config: dict[str, str], env: dict[str, str], client: str | None, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -243,16 +300,21 @@ def test_the_host_kind_comes_from_environment_config_or_client(
     assert pacing_settings(SchedulerConfig(**config), client).wave_kind == kind  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("model", "warned"), [
-    ("", False),
-    ("[model]\noutput_tokens = 64000\noutput_tokens_per_minute = 8000\n", True),
-], ids=["guessed-limits-warn-of-nothing", "max-tokens-above-the-output-bucket"])
+@pytest.mark.parametrize(
+    ("model", "warned"),
+    [
+        ("", False),
+        ("[model]\noutput_tokens = 64000\noutput_tokens_per_minute = 8000\n", True),
+    ],
+    ids=["guessed-limits-warn-of-nothing", "max-tokens-above-the-output-bucket"],
+)
 def test_packets_that_can_never_be_admitted_are_flagged_only_when_limits_are_known(
     repo: Path, model: str, warned: bool
 ) -> None:
     (repo / ".audit-mcp.toml").write_text(model)
-    step = AuditService(repo, clock=lambda: START).next_step({"can_dispatch_subagents": True,
-                                                              "model": "claude-haiku-4-5"})
+    step = AuditService(repo, clock=lambda: START).next_step(
+        {"can_dispatch_subagents": True, "model": "claude-haiku-4-5"}
+    )
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     flagged = plan["schedule"]["oversize_packets"]
     assert flagged == ([p["packet_id"] for p in plan["packets"]] if warned else [])
@@ -261,8 +323,9 @@ def test_packets_that_can_never_be_admitted_are_flagged_only_when_limits_are_kno
 
 def test_a_binding_configured_limit_paces_the_launches_in_the_plan_and_the_prompt(repo: Path) -> None:
     (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 40000\n")
-    step = AuditService(repo, clock=lambda: START).next_step({"can_dispatch_subagents": True,
-                                                              "max_active_subagents": 16})
+    step = AuditService(repo, clock=lambda: START).next_step(
+        {"can_dispatch_subagents": True, "max_active_subagents": 16}
+    )
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     offsets = plan["schedule"]["launch_offsets"]
     assert len(plan["packets"]) > 1 and plan["schedule"]["launch_interval_seconds"] > 0
@@ -283,15 +346,16 @@ def test_a_binding_configured_limit_paces_the_launches_in_the_plan_and_the_promp
 def test_a_whole_wave_host_is_paced_by_whole_waves(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUDIT_MCP_WAVE_KIND", "whole_wave")
     (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 40000\n")
-    step = AuditService(repo, clock=lambda: START).next_step({"can_dispatch_subagents": True,
-                                                              "max_active_subagents": 16})
+    step = AuditService(repo, clock=lambda: START).next_step(
+        {"can_dispatch_subagents": True, "max_active_subagents": 16}
+    )
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     assert plan["schedule"]["wave_kind"] == "whole_wave" and len(step.waves) > 1
     starts = [p["not_before_seconds"] for p in plan["packets"]]
     # Every packet of a wave shares one earliest start, and later waves start later.
     by_wave, at = [], 0
     for size in step.waves:
-        by_wave.append(starts[at:at + size])
+        by_wave.append(starts[at : at + size])
         at += size
     assert all(len(set(wave)) == 1 for wave in by_wave)
     assert [w[0] for w in by_wave] == sorted(w[0] for w in by_wave) and by_wave[-1][0] > 0
@@ -312,8 +376,11 @@ def test_a_resumed_run_counts_its_launch_offsets_from_its_first_outstanding_pack
     resumed = service.next_step()
     assert resumed.run_id == plan["run_id"] and resumed.packets_outstanding == len(plan["packets"]) - 1
     shift = second["not_before_seconds"]
-    expected = {p["packet_id"]: round(p["not_before_seconds"] - shift, 1) for p in plan["packets"][1:]
-                if p["not_before_seconds"] - shift > 0}
+    expected = {
+        p["packet_id"]: round(p["not_before_seconds"] - shift, 1)
+        for p in plan["packets"][1:]
+        if p["not_before_seconds"] - shift > 0
+    }
     assert (resumed.launch_offsets or {}) == pytest.approx(expected, abs=0.05)
     assert second["packet_id"] not in (resumed.launch_offsets or {})
 
@@ -323,12 +390,11 @@ def _dispatched(repo: Path, config: str, model: str) -> tuple[int, dict[str, Any
     service = AuditService(repo, clock=lambda: START)
     step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16, "model": model})
     return service.quota(host_model=model).packet_budget_tokens, json.loads(
-        Path(step.artifact_paths["plan"]).read_text())
+        Path(step.artifact_paths["plan"]).read_text()
+    )
 
 
-def test_a_low_input_limit_packs_smaller_packets_so_one_run_does_not_outrun_it(
-    repo: Path, tmp_path: Path
-) -> None:
+def test_a_low_input_limit_packs_smaller_packets_so_one_run_does_not_outrun_it(repo: Path, tmp_path: Path) -> None:
     unlimited = tmp_path / "unlimited"
     shutil.copytree(repo, unlimited)
     budget, plan = _dispatched(repo, "[model]\ninput_tokens_per_minute = 30000\n", "gpt-5")
@@ -339,7 +405,8 @@ def test_a_low_input_limit_packs_smaller_packets_so_one_run_does_not_outrun_it(
     assert default_budget == 60_000 and "packets are kept" not in default_plan["schedule"]["reasoning"]
     assert len(plan["packets"]) > len(default_plan["packets"])
     assert max(p["estimated_tokens"] for p in plan["packets"]) < max(
-        p["estimated_tokens"] for p in default_plan["packets"])
+        p["estimated_tokens"] for p in default_plan["packets"]
+    )
 
 
 def test_a_cached_provider_under_the_same_limit_keeps_larger_packets(repo: Path) -> None:

@@ -24,10 +24,19 @@ from benchmarks.scheduler_sim import (
 
 def _cases() -> list[Scenario]:
     rng = random.Random(7)
-    return [Scenario(tier, rng.choice((3, 4, 6, 20)), rng.choice(("rolling", "whole_wave")),
-                     rng.choice(PRIOR_FACTORS), rng.choice(("cached", "uncached")), seed, 10 * CODE_TOKENS_PER_SLOT,
-                     rng.choice(("table", "config")))
-            for seed, tier in enumerate(list(TIERS) * 8)]
+    return [
+        Scenario(
+            tier,
+            rng.choice((3, 4, 6, 20)),
+            rng.choice(("rolling", "whole_wave")),
+            rng.choice(PRIOR_FACTORS),
+            rng.choice(("cached", "uncached")),
+            seed,
+            10 * CODE_TOKENS_PER_SLOT,
+            rng.choice(("table", "config")),
+        )
+        for seed, tier in enumerate(list(TIERS) * 8)
+    ]
 
 
 @pytest.mark.parametrize("strategy", ["scheduler", "naive", "oracle"])
@@ -93,16 +102,21 @@ def test_each_strategy_packs_the_same_code_with_its_own_budget() -> None:
 
 
 def test_without_switches_off_each_named_part_of_the_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
-    from audit_mcp.scheduling import scheduler
+    from audit_mcp.scheduling import budget, profile, scheduler
     from benchmarks import scheduler_sim
 
-    for name in ("WHOLE_WAVE_INPUT_PEAK", "UNCACHED_PACKET_TOKENS", "TARGET_UTILISATION", "_by_wave"):
-        monkeypatch.setattr(scheduler, name, getattr(scheduler, name))  # restored after the test
+    for module, name in (
+        (scheduler, "WHOLE_WAVE_INPUT_PEAK"),
+        (budget, "UNCACHED_PACKET_TOKENS"),
+        (profile, "TARGET_UTILISATION"),
+        (scheduler, "_by_wave"),
+    ):
+        monkeypatch.setattr(module, name, getattr(module, name))  # restored after the test
     monkeypatch.setattr(scheduler_sim, "REPORT_THROTTLED_CALLS", True)
     scheduler_sim.ablate(sorted(scheduler_sim.ABLATIONS))
     assert scheduler_sim.REPORT_THROTTLED_CALLS is False
-    assert (scheduler.WHOLE_WAVE_INPUT_PEAK, scheduler.TARGET_UTILISATION) == (1.0, 0.85)
-    assert scheduler.UNCACHED_PACKET_TOKENS > 10**6 and scheduler._by_wave([0.0, 5.0], [2]) == [0.0, 5.0]
+    assert (scheduler.WHOLE_WAVE_INPUT_PEAK, profile.TARGET_UTILISATION) == (1.0, 0.85)
+    assert budget.UNCACHED_PACKET_TOKENS > 10**6 and scheduler._by_wave([0.0, 5.0], [2]) == [0.0, 5.0]
 
 
 def test_the_simulator_s_help_lists_every_switch(capsys: pytest.CaptureFixture[str]) -> None:

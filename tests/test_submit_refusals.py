@@ -120,8 +120,9 @@ def test_a_corrected_resubmission_is_accepted_and_a_repeat_changes_nothing(
     service, plan = dispatched
     packet = _packet_with(plan, "app/db.py")
     good = _good(reviewer, packet)
-    assert not service.submit_packet(plan["run_id"], packet["packet_id"],
-                                     _mutate("fabricated evidence", good, repo)).accepted
+    assert not service.submit_packet(
+        plan["run_id"], packet["packet_id"], _mutate("fabricated evidence", good, repo)
+    ).accepted
     first = service.submit_packet(plan["run_id"], packet["packet_id"], good)
     assert first.accepted and not first.duplicate and first.findings_kept >= 2
     after_first = _state(service)

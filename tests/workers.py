@@ -31,8 +31,12 @@ def submit(root: str, run_id: str, results_dir: str, packet_ids: list[str]) -> N
     for packet_id in packet_ids:
         results = json.loads((Path(results_dir) / f"{packet_id}.json").read_text())
         receipt = service.submit_packet(run_id, packet_id, results)
-        _say("accepted" if receipt.accepted else "refused", packet_id,
-             "duplicate" if receipt.duplicate else "new", str(receipt.findings_kept))
+        _say(
+            "accepted" if receipt.accepted else "refused",
+            packet_id,
+            "duplicate" if receipt.duplicate else "new",
+            str(receipt.findings_kept),
+        )
 
 
 def drive(root: str, audits: int) -> None:

@@ -64,6 +64,8 @@ class SchedulerConfig(_Strict):
     half_life_hours: Annotated[float, Field(gt=0, le=24 * 365)] = 24.0
     wave_kind: Literal["rolling", "whole_wave"] | None = None
     probe: Literal["never", "auto", "force"] = "never"
+
+
 class AnalyzersConfig(_Strict):
     """Static analyzers whose alerts become leads for the reviewers."""
 

@@ -47,9 +47,7 @@ class DerivedWriter:
     def __enter__(self) -> DerivedWriter:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._pool.shutdown(wait=True)
         if kind is None:
             for future in self._pending:

@@ -43,12 +43,16 @@ class Step(BaseModel):
     packets_outstanding: int | None = None
     cooldown_until: str | None = None
     launch_interval_seconds: float | None = Field(
-        default=None, description="The steady gap between subagent starts once the rate-limit burst is used.")
+        default=None, description="The steady gap between subagent starts once the rate-limit burst is used."
+    )
     launch_offsets: dict[str, float] | None = Field(
-        default=None, description="Packets that must not start sooner than this many seconds after the run's "
-                                  "first subagent started (packets not listed may start at once).")
+        default=None,
+        description="Packets that must not start sooner than this many seconds after the run's "
+        "first subagent started (packets not listed may start at once).",
+    )
     forecast: dict[str, object] | None = Field(
-        default=None, description="Packets, waves, estimated tokens and a time range for the work handed out.")
+        default=None, description="Packets, waves, estimated tokens and a time range for the work handed out."
+    )
     coverage: dict[str, int] = Field(default_factory=dict)
     completeness: str = "unknown"
 
@@ -127,8 +131,10 @@ class StatusView(BaseModel):
     skipped_files: int
     blocker: str | None
     ledger: list[dict[str, object]]
-    gaps: list[dict[str, object]] = Field(default_factory=list,
-                                          description="Failed or skipped cells, at most 20; gaps_total counts all.")
+    gaps: list[dict[str, object]] = Field(
+        default_factory=list, description="Failed or skipped cells, at most 20; gaps_total counts all."
+    )
     gaps_total: int = 0
-    forecast: dict[str, object] = Field(default_factory=dict,
-                                        description="What remains: open packets, pending cells, waves, cooldown.")
+    forecast: dict[str, object] = Field(
+        default_factory=dict, description="What remains: open packets, pending cells, waves, cooldown."
+    )

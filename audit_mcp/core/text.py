@@ -36,9 +36,16 @@ MAX_PROBLEM_CHARS = 1_000
 def capped(problems: list[tuple[str, str]], what: str) -> list[tuple[str, str]]:
     """At most ``MAX_PROBLEMS_LISTED`` (location, message) pairs, each of bounded length, so a receipt stays
     small however broken the submission; the last entry says how many more there were."""
-    out = [(loc[:200], msg if len(msg) <= MAX_PROBLEM_CHARS else msg[:MAX_PROBLEM_CHARS] + "… (cut)")
-           for loc, msg in problems[:MAX_PROBLEMS_LISTED]]
+    out = [
+        (loc[:200], msg if len(msg) <= MAX_PROBLEM_CHARS else msg[:MAX_PROBLEM_CHARS] + "… (cut)")
+        for loc, msg in problems[:MAX_PROBLEMS_LISTED]
+    ]
     if len(problems) > MAX_PROBLEMS_LISTED:
-        out.append(("/", f"…and {len(problems) - MAX_PROBLEMS_LISTED} more {what} not listed; fix the ones above "
-                         "(the rest are usually the same mistake) and submit again"))
+        out.append(
+            (
+                "/",
+                f"…and {len(problems) - MAX_PROBLEMS_LISTED} more {what} not listed; fix the ones above "
+                "(the rest are usually the same mistake) and submit again",
+            )
+        )
     return out

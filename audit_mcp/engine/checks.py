@@ -24,10 +24,20 @@ MIN_EVIDENCE_CHARS = 8
 MAX_RELATED = 10
 EVIDENCE_SLACK_LINES = 3
 MIN_SUMMARY_CHARS = 30
-TEXT_CAPS = {"title": 200, "category": 100, "description": 4_000, "recommendation": 2_000, "symbol": 200,
-             "summary": 2_000, "reason": 1_000}
-VACUOUS_SUMMARY = re.compile(r"^\W*(no (obvious |apparent )?(issues|problems|findings)( found)?|looks (good|fine)|lgtm"
-                      r"|nothing (found|to report)|clean|ok)\W*$", re.I)
+TEXT_CAPS = {
+    "title": 200,
+    "category": 100,
+    "description": 4_000,
+    "recommendation": 2_000,
+    "symbol": 200,
+    "summary": 2_000,
+    "reason": 1_000,
+}
+VACUOUS_SUMMARY = re.compile(
+    r"^\W*(no (obvious |apparent )?(issues|problems|findings)( found)?|looks (good|fine)|lgtm"
+    r"|nothing (found|to report)|clean|ok)\W*$",
+    re.I,
+)
 _WS = re.compile(r"\s+")
 
 
@@ -112,5 +122,3 @@ def line_field(out: Outcome, obj: Mapping[str, Any], key: str, loc: str) -> int 
         out.error(f"{loc}/{key}", f"'{key}' is {value}; line numbers start at 1")
         return None
     return value
-
-

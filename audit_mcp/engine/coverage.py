@@ -40,8 +40,21 @@ def build_cells(files: Sequence[FileRow], config: SessionConfig) -> list[Cell]:
     cells: list[Cell] = []
     for path, start, end, content_hash, index in matrix.units:
         for lens in matrix.lens_sets[index]:
-            cells.append(Cell(f"T{len(cells) + 1:05d}", path, start, end, lens, CellState.PENDING, 0, None, None,
-                              None, content_hash))
+            cells.append(
+                Cell(
+                    f"T{len(cells) + 1:05d}",
+                    path,
+                    start,
+                    end,
+                    lens,
+                    CellState.PENDING,
+                    0,
+                    None,
+                    None,
+                    None,
+                    content_hash,
+                )
+            )
     return cells
 
 

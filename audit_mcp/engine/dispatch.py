@@ -60,8 +60,13 @@ def dispatch_plan(
                 "not_before_seconds": round(float(offsets.get(s.packet_id, 0.0)), 1),
                 "model_hint": {"tier": s.plan.tier, "why": s.plan.tier_reason},
                 "tasks": [
-                    {"task_id": c.task_id, "file": c.path, "start_line": c.start_line, "end_line": c.end_line,
-                     "lens": c.lens}
+                    {
+                        "task_id": c.task_id,
+                        "file": c.path,
+                        "start_line": c.start_line,
+                        "end_line": c.end_line,
+                        "lens": c.lens,
+                    }
                     for c in s.plan.cells
                 ],
             }

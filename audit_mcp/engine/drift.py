@@ -66,14 +66,22 @@ def apply(tx: Tx, audit_id: int, config: SessionConfig, drifts: Iterable[Drift],
             cells = fresh
         else:
             for cell in cells:
-                tx.reset_cell(audit_id, cell.task_id, state=state, content_hash=drift.after.sha256,
-                              reason=drift.why, now=now)
-        tx.log(now=now, audit_id=audit_id, actor="engine", action="file_changed",
-               detail=f"{drift.before.path}: {drift.why}; {len(cells)} cell(s) back to {state.value}, "
-                      f"{withdrawn} finding(s) withdrawn", outcome="requeued")
+                tx.reset_cell(
+                    audit_id, cell.task_id, state=state, content_hash=drift.after.sha256, reason=drift.why, now=now
+                )
+        tx.log(
+            now=now,
+            audit_id=audit_id,
+            actor="engine",
+            action="file_changed",
+            detail=f"{drift.before.path}: {drift.why}; {len(cells)} cell(s) back to {state.value}, "
+            f"{withdrawn} finding(s) withdrawn",
+            outcome="requeued",
+        )
         if state is CellState.PENDING:
-            requeued += [RequeuedTask(task_id=c.task_id, file=c.path, lens=c.lens, why=drift.why, state="pending")
-                         for c in cells]
+            requeued += [
+                RequeuedTask(task_id=c.task_id, file=c.path, lens=c.lens, why=drift.why, state="pending") for c in cells
+            ]
     return requeued
 
 
@@ -94,10 +102,32 @@ def _cells_for(after: FileRow, cells: list[Cell], config: SessionConfig, last: i
 
 
 def _renumber(cell: Cell, task_id: str) -> Cell:
-    return Cell(task_id, cell.path, cell.start_line, cell.end_line, cell.lens, cell.state, 0, None, None, None,
-                cell.content_hash)
+    return Cell(
+        task_id,
+        cell.path,
+        cell.start_line,
+        cell.end_line,
+        cell.lens,
+        cell.state,
+        0,
+        None,
+        None,
+        None,
+        cell.content_hash,
+    )
 
 
 def _with(cell: Cell, state: str, reason: str) -> Cell:
-    return Cell(cell.task_id, cell.path, cell.start_line, cell.end_line, cell.lens, state, 0, None, None, reason,
-                cell.content_hash)
+    return Cell(
+        cell.task_id,
+        cell.path,
+        cell.start_line,
+        cell.end_line,
+        cell.lens,
+        state,
+        0,
+        None,
+        None,
+        reason,
+        cell.content_hash,
+    )

@@ -10,15 +10,34 @@ from audit_mcp.core.config import HostConfig
 from audit_mcp.core.models import HostCapabilities
 
 DEFAULT_MAX_ACTIVE = 4
-_FIELDS = ("can_dispatch_subagents", "can_restrict_subagent_tools", "can_select_subagent_model",
-           "max_active_subagents", "model")
+_FIELDS = (
+    "can_dispatch_subagents",
+    "can_restrict_subagent_tools",
+    "can_select_subagent_model",
+    "max_active_subagents",
+    "model",
+)
 
 # What well-known clients can do, by a substring of the clientInfo name they announce.
 KNOWN_CLIENTS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("claude-code", {"can_dispatch_subagents": True, "can_restrict_subagent_tools": True,
-                     "can_select_subagent_model": True, "max_active_subagents": 16}),
-    ("claude code", {"can_dispatch_subagents": True, "can_restrict_subagent_tools": True,
-                     "can_select_subagent_model": True, "max_active_subagents": 16}),
+    (
+        "claude-code",
+        {
+            "can_dispatch_subagents": True,
+            "can_restrict_subagent_tools": True,
+            "can_select_subagent_model": True,
+            "max_active_subagents": 16,
+        },
+    ),
+    (
+        "claude code",
+        {
+            "can_dispatch_subagents": True,
+            "can_restrict_subagent_tools": True,
+            "can_select_subagent_model": True,
+            "max_active_subagents": 16,
+        },
+    ),
     ("codex", {"can_dispatch_subagents": True, "max_active_subagents": 3}),
     ("visual studio code", {"can_dispatch_subagents": True, "max_active_subagents": 4}),
     ("vscode", {"can_dispatch_subagents": True, "max_active_subagents": 4}),

@@ -17,8 +17,13 @@ _FINDING_META = ("finding_id", "run_id", "packet_id", "task_id", "lens")
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     try:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False, timeout=120,
-                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+        return subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            check=False,
+            timeout=120,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+        )
     except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
         raise ConfigError(f"cannot run git to resolve `since`: {exc}") from exc
 
@@ -26,22 +31,26 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
 def changed_since(root: Path, ref: str, *, is_git: bool) -> set[str]:
     """Repo-relative paths that differ between ``ref`` and the working tree, plus untracked files."""
     if not is_git:
-        raise ConfigError(f"`since = \"{ref}\"` needs a git repository, and {root} is not one; drop `since` "
-                          "from the session config to audit every file")
+        raise ConfigError(
+            f'`since = "{ref}"` needs a git repository, and {root} is not one; drop `since` '
+            "from the session config to audit every file"
+        )
     if ref.startswith("-"):
         raise ConfigError(f"`since` must name a git ref such as main or a commit id, not {ref!r}")
     commit = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if commit.returncode != 0:
-        raise ConfigError(f"`since = \"{ref}\"` is not a commit in {root}; give a branch, tag or commit id "
-                          "that `git rev-parse` knows")
+        raise ConfigError(
+            f'`since = "{ref}"` is not a commit in {root}; give a branch, tag or commit id that `git rev-parse` knows'
+        )
     sha = commit.stdout.decode().strip()
     diff = _git(root, "diff", "--name-only", "-z", "--no-renames", sha, "--")
     others = _git(root, "ls-files", "-z", "--others", "--exclude-standard")
     out: set[str] = set()
     for proc in (diff, others):
         if proc.returncode != 0:
-            raise ConfigError(f"git could not list the changes since {ref}: "
-                              f"{proc.stderr.decode(errors='replace').strip()}")
+            raise ConfigError(
+                f"git could not list the changes since {ref}: {proc.stderr.decode(errors='replace').strip()}"
+            )
         out.update(p.decode("utf-8", errors="surrogateescape") for p in proc.stdout.split(b"\0") if p)
     return out
 

@@ -47,14 +47,23 @@ def ingest_run(
                     out.requeued.append(_requeue(tx, audit_id, cell, max_attempts, why, now))
                     continue
                 state = CellState.REVIEWED if result["status"] == "reviewed" else CellState.NOT_APPLICABLE
-                tx.update_cell(audit_id, cell.task_id, state=state, now=now, run_id=run.run_id,
-                               packet_id=packet.packet_id, reason=result.get("reason"))
+                tx.update_cell(
+                    audit_id,
+                    cell.task_id,
+                    state=state,
+                    now=now,
+                    run_id=run.run_id,
+                    packet_id=packet.packet_id,
+                    reason=result.get("reason"),
+                )
                 out.covered += 1
                 for finding in result["findings"]:
                     tx.insert_finding(audit_id, run.run_id, packet.packet_id, cell.task_id, cell.lens, finding)
                 for answer in result.get("leads", []):
-                    tx.insert_verdict(audit_id, Verdict(answer["lead_id"], answer["verdict"], answer["reason"],
-                                                        packet.packet_id, cell.task_id))
+                    tx.insert_verdict(
+                        audit_id,
+                        Verdict(answer["lead_id"], answer["verdict"], answer["reason"], packet.packet_id, cell.task_id),
+                    )
             continue
         out.failed += 1
         kind, text = failed[packet.packet_id]
@@ -63,8 +72,11 @@ def ingest_run(
         tx.insert_failure(audit_id, run.run_id, packet.packet_id, kind, text, now)
         tx.set_packet_state(packet.packet_id, "failed")
         if kind == "auth_or_config":
-            tx.set_blocker(audit_id, f"a subagent failed with an authentication or configuration error, which a "
-                           f"retry cannot fix: {text[:500]}. Fix it, then call next_step with retry_blocked=true.")
+            tx.set_blocker(
+                audit_id,
+                f"a subagent failed with an authentication or configuration error, which a "
+                f"retry cannot fix: {text[:500]}. Fix it, then call next_step with retry_blocked=true.",
+            )
         for cell in cells.values():
             out.requeued.append(_requeue(tx, audit_id, cell, max_attempts, f"{kind}: {text[:200]}", now))
     if packets and out.failed == len(packets) and len(signatures) == 1:
@@ -77,7 +89,13 @@ def _requeue(tx: Tx, audit_id: int, cell: Cell, max_attempts: int, why: str, now
     state = CellState.FAILED if attempts >= max_attempts else CellState.PENDING
     reason = why if state is CellState.PENDING else f"gave up after {attempts} attempt(s); last: {why}"
     tx.update_cell(audit_id, cell.task_id, state=state, now=now, attempts=attempts, reason=reason)
-    return RequeuedTask(task_id=cell.task_id, file=cell.path, lens=cell.lens, why=why, state=state.value)
+    return RequeuedTask(
+        task_id=cell.task_id,
+        file=cell.path,
+        lens=cell.lens,
+        why=why,
+        state="failed" if state is CellState.FAILED else "pending",
+    )
 
 
 def _stop_on_repeat(tx: Tx, audit_id: int, run: RunRow, signature: str) -> None:
@@ -86,8 +104,11 @@ def _stop_on_repeat(tx: Tx, audit_id: int, run: RunRow, signature: str) -> None:
     if not previous:
         return
     before = [f for f in tx.failures(audit_id) if f["run_id"] == previous[0].run_id]
-    if len(before) == len(tx.packets(previous[0].run_id)) and {
-        f"{f['kind']}: {f['detail'][:300]}" for f in before
-    } == {signature}:
-        tx.set_blocker(audit_id, f"every packet of two runs in a row failed the same way ({signature}); retrying "
-                       "again would loop. Fix the cause, then call next_step with retry_blocked=true.")
+    if len(before) == len(tx.packets(previous[0].run_id)) and {f"{f['kind']}: {f['detail'][:300]}" for f in before} == {
+        signature
+    }:
+        tx.set_blocker(
+            audit_id,
+            f"every packet of two runs in a row failed the same way ({signature}); retrying "
+            "again would loop. Fix the cause, then call next_step with retry_blocked=true.",
+        )

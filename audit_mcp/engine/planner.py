@@ -63,14 +63,16 @@ def decide(state: PlannerState, history: tuple[tuple[Obligation, tuple[object, .
         return Decision(Obligation.BLOCKED, Executor.AGENT, state.blocker)
     if len(history) >= MAX_INLINE_STEPS:
         return Decision(
-            Obligation.BLOCKED, Executor.AGENT,
+            Obligation.BLOCKED,
+            Executor.AGENT,
             f"{MAX_INLINE_STEPS} inline steps ran without reaching work for the agent; this is a loop. "
             "Run `audit-mcp status` and report its output.",
         )
     decision = _decide(state)
     if decision.executor is Executor.INLINE and (decision.obligation, state.digest()) in history:
         return Decision(
-            Obligation.BLOCKED, Executor.AGENT,
+            Obligation.BLOCKED,
+            Executor.AGENT,
             f"the inline obligation '{decision.obligation}' ran and left the state unchanged, so running it "
             "again would loop. Run `audit-mcp status` and report its output.",
         )
@@ -85,36 +87,41 @@ def _decide(s: PlannerState) -> Decision:
     if s.open_run_id is not None:
         if s.open_run_expired:
             return Decision(
-                Obligation.INGEST, Executor.INLINE,
+                Obligation.INGEST,
+                Executor.INLINE,
                 f"{s.open_run_expired} packet(s) of run {s.open_run_id} passed their lease without a submission: "
                 "merge what arrived and return the rest to the queue",
             )
         if s.open_run_submitted >= s.open_run_packets:
             return Decision(
-                Obligation.INGEST, Executor.INLINE,
+                Obligation.INGEST,
+                Executor.INLINE,
                 f"every packet of run {s.open_run_id} is submitted: merge it into the coverage matrix",
             )
         missing = s.open_run_packets - s.open_run_submitted
         return Decision(
-            Obligation.REVIEW, Executor.AGENT,
-            f"run {s.open_run_id} has {missing} of {s.open_run_packets} packet(s) still without an accepted "
-            "submission",
+            Obligation.REVIEW,
+            Executor.AGENT,
+            f"run {s.open_run_id} has {missing} of {s.open_run_packets} packet(s) still without an accepted submission",
         )
     if s.pending_cells:
         if s.runs_started >= s.max_runs:
             return Decision(
-                Obligation.BLOCKED, Executor.AGENT,
+                Obligation.BLOCKED,
+                Executor.AGENT,
                 f"the run limit of {s.max_runs} runs is reached with {s.pending_cells} cell(s) still pending; "
                 "raise max_runs in the session config, then call next_step again",
             )
         if s.host_can_dispatch is None:
             return Decision(
-                Obligation.CAPABILITY_CHECK, Executor.AGENT,
+                Obligation.CAPABILITY_CHECK,
+                Executor.AGENT,
                 f"{s.pending_cells} cell(s) are ready for review, and whether this host can launch subagents "
                 "is not known",
             )
         return Decision(
-            Obligation.DISPATCH, Executor.INLINE,
+            Obligation.DISPATCH,
+            Executor.INLINE,
             f"{s.pending_cells} cell(s) are pending: pack them into a new run",
         )
     if not s.synthesized:

@@ -37,8 +37,7 @@ class StepContext:
 
 
 def _cli(ctx: StepContext, verb: str, *args: str) -> str:
-    base = (f"audit-mcp {verb} --root {shlex.quote(str(ctx.root))} "
-            f"--artifacts-dir {shlex.quote(str(ctx.artifacts_dir))}")
+    base = f"audit-mcp {verb} --root {shlex.quote(str(ctx.root))} --artifacts-dir {shlex.quote(str(ctx.artifacts_dir))}"
     return " ".join([base, *args])
 
 
@@ -46,9 +45,11 @@ def _coverage_line(ctx: StepContext) -> str:
     c = ctx.coverage
     if not c:
         return "No coverage matrix yet."
-    return (f"{c.get('total', 0)} cells: {c.get('reviewed', 0)} reviewed, {c.get('not_applicable', 0)} not "
-            f"applicable, {c.get('pending', 0)} pending, {c.get('assigned', 0)} assigned, {c.get('failed', 0)} "
-            f"failed. Completeness: {ctx.completeness}.")
+    return (
+        f"{c.get('total', 0)} cells: {c.get('reviewed', 0)} reviewed, {c.get('not_applicable', 0)} not "
+        f"applicable, {c.get('pending', 0)} pending, {c.get('assigned', 0)} assigned, {c.get('failed', 0)} "
+        f"failed. Completeness: {ctx.completeness}."
+    )
 
 
 def _launch_offsets(outstanding: list[dict[str, Any]]) -> dict[str, float]:
@@ -86,17 +87,23 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     forecast = planned.get("forecast")
     schedule_note = (
         f"Launch order: as listed below, longest work first. Why this width: {planned['reasoning']}"
-        if planned.get("reasoning") else "Launch order: as listed below, longest work first."
+        if planned.get("reasoning")
+        else "Launch order: as listed below, longest work first."
     )
     if forecast:
-        schedule_note += (f" Forecast: {forecast['packets']} packet(s) in {forecast['waves']} wave(s), "
-                          f"~{forecast['estimated_input_tokens']:,} input tokens, {forecast['time_range']}.")
+        schedule_note += (
+            f" Forecast: {forecast['packets']} packet(s) in {forecast['waves']} wave(s), "
+            f"~{forecast['estimated_input_tokens']:,} input tokens, {forecast['time_range']}."
+        )
     if planned.get("oversize_packets"):
-        schedule_note += (" Warning: packet(s) " + ", ".join(planned["oversize_packets"]) + " may exceed the "
-                          "model's per-minute input or output budget; expect rate-limit errors for them.")
+        schedule_note += (
+            " Warning: packet(s) " + ", ".join(planned["oversize_packets"]) + " may exceed the "
+            "model's per-minute input or output budget; expect rate-limit errors for them."
+        )
     model_rule = (
-        "Choose each subagent's model from its packet's tier: " + "; ".join(
-            f"`{tier}` → {desc}" for tier, desc in TIER_MODELS.items()) + "."
+        "Choose each subagent's model from its packet's tier: "
+        + "; ".join(f"`{tier}` → {desc}" for tier, desc in TIER_MODELS.items())
+        + "."
         if ctx.caps.can_select_subagent_model
         else "Use your default model for every subagent (the tier is only a hint)."
     )
@@ -109,7 +116,8 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     cooldown = ctx.plan.get("cooldown_until")
     cooldown_rule = (
         f"Do not launch any subagent before {cooldown} (UTC): the model's rate limit asked for a pause."
-        if cooldown else "No rate-limit cooldown is active: start the first wave now."
+        if cooldown
+        else "No rate-limit cooldown is active: start the first wave now."
     )
     offsets = _launch_offsets(ctx.outstanding)
     interval = planned.get("launch_interval_seconds") or None
@@ -128,13 +136,15 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
             "with `sleep` in a shell); start the others at once. Give each exactly this instruction:"
         )
     else:
-        launch_rule = ("Launch every packet of the wave at once, each as its own subagent, with exactly this "
-                       "instruction:")
+        launch_rule = (
+            "Launch every packet of the wave at once, each as its own subagent, with exactly this instruction:"
+        )
     merge_cli = _cli(ctx, "merge-and-ingest", "--run-id", ctx.run_id, "--failures", "FAILURES.json")
     resumed = (
         f"{len(ctx.submitted)} packet(s) of this run are already submitted ({', '.join(ctx.submitted)}); "
         "do not launch them again."
-        if ctx.submitted else "No packet of this run is submitted yet."
+        if ctx.submitted
+        else "No packet of this run is submitted yet."
     )
     prompt = render(
         "steps/dispatch_review.md",
@@ -155,24 +165,33 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         coverage_line=_coverage_line(ctx),
     )
     actions = [
-        "launch one subagent per packet, wave by wave: \"Read and follow the instructions in <prompt_path>\"",
-        f"merge_and_ingest(run_id=\"{ctx.run_id}\", failures=[{{packet_id, error}}...])",
+        'launch one subagent per packet, wave by wave: "Read and follow the instructions in <prompt_path>"',
+        f'merge_and_ingest(run_id="{ctx.run_id}", failures=[{{packet_id, error}}...])',
         merge_cli,
         "next_step()",
     ]
-    stop = (f"Stop dispatching once every wave of run {ctx.run_id} has finished; call merge_and_ingest once, "
-            "then next_step.")
-    extra = {"wave_size": waves[0] if waves else 0, "waves": waves, "packets_outstanding": len(ctx.outstanding),
-             "cooldown_until": cooldown, "forecast": forecast, "launch_offsets": offsets or None,
-             "launch_interval_seconds": interval if offsets else None}
+    stop = (
+        f"Stop dispatching once every wave of run {ctx.run_id} has finished; call merge_and_ingest once, "
+        "then next_step."
+    )
+    extra = {
+        "wave_size": waves[0] if waves else 0,
+        "waves": waves,
+        "packets_outstanding": len(ctx.outstanding),
+        "cooldown_until": cooldown,
+        "forecast": forecast,
+        "launch_offsets": offsets or None,
+        "launch_interval_seconds": interval if offsets else None,
+    }
     return prompt, actions, stop, extra
 
 
 def _single(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     assert ctx.run_id is not None
     packet = ctx.outstanding[0]
-    submit_cli = _cli(ctx, "submit-packet", "--run-id", ctx.run_id, "--packet-id", packet["packet_id"],
-                      "--results", "RESULTS.json")
+    submit_cli = _cli(
+        ctx, "submit-packet", "--run-id", ctx.run_id, "--packet-id", packet["packet_id"], "--results", "RESULTS.json"
+    )
     prompt = render(
         "steps/single_task_fallback.md",
         run_id=ctx.run_id,
@@ -184,8 +203,11 @@ def _single(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         next_cli=_cli(ctx, "next-step"),
         coverage_line=_coverage_line(ctx),
     )
-    actions = [f"submit_packet(run_id=\"{ctx.run_id}\", packet_id=\"{packet['packet_id']}\", results=[...])",
-               submit_cli, "next_step()"]
+    actions = [
+        f'submit_packet(run_id="{ctx.run_id}", packet_id="{packet["packet_id"]}", results=[...])',
+        submit_cli,
+        "next_step()",
+    ]
     stop = f"Stop after packet {packet['packet_id']} is accepted; then call next_step."
     return prompt, actions, stop, {"wave_size": 1, "waves": [1], "packets_outstanding": 1}
 
@@ -197,28 +219,40 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
     elif ctx.kind == "single_task_fallback":
         prompt, actions, stop, extra = _single(ctx)
     elif ctx.kind == "capability_check":
-        answer_cli = _cli(ctx, "next-step", "--host-can-dispatch-subagents", "true|false",
-                          "--host-max-active-subagents", "N")
+        answer_cli = _cli(
+            ctx, "next-step", "--host-can-dispatch-subagents", "true|false", "--host-max-active-subagents", "N"
+        )
         prompt = render("steps/capability_check.md", answer_cli=answer_cli, coverage_line=_coverage_line(ctx))
-        actions = ["next_step(host_can_dispatch_subagents=true|false, host_max_active_subagents=N, "
-                   "host_can_restrict_subagent_tools=true|false, host_can_select_subagent_model=true|false, "
-                   "host_model=\"...\")", answer_cli]
+        actions = [
+            "next_step(host_can_dispatch_subagents=true|false, host_max_active_subagents=N, "
+            "host_can_restrict_subagent_tools=true|false, host_can_select_subagent_model=true|false, "
+            'host_model="...")',
+            answer_cli,
+        ]
         stop = "Stop after answering once with next_step; do not run shell commands to find out."
     elif ctx.kind == "present_report":
         assert ctx.report_path is not None
-        prompt = render("steps/present_report.md", report_path=str(ctx.report_path),
-                        report_cli=_cli(ctx, "report"), coverage_line=_coverage_line(ctx))
+        prompt = render(
+            "steps/present_report.md",
+            report_path=str(ctx.report_path),
+            report_cli=_cli(ctx, "report"),
+            coverage_line=_coverage_line(ctx),
+        )
         actions = ["read resource audit://report", f"read file {ctx.report_path}", _cli(ctx, "report")]
         stop = "Stop after presenting the report; do not call the server again for this audit."
     else:
-        prompt = render("steps/blocked.md", reason=ctx.reason, status_cli=_cli(ctx, "status"),
-                        coverage_line=_coverage_line(ctx))
+        prompt = render(
+            "steps/blocked.md", reason=ctx.reason, status_cli=_cli(ctx, "status"), coverage_line=_coverage_line(ctx)
+        )
         actions = ["report the blocker to the user verbatim", _cli(ctx, "status")]
         stop = "Stop now and report the blocker; do not retry until a person has fixed its cause."
     summary = prompt.split("\n\n", 2)[1].strip() if prompt.count("\n\n") >= 2 else prompt.strip()
-    paths = {"step": str(ctx.artifacts_dir / "steps" / "current-step.json"), "prompt": str(prompt_path),
-             "report": str(ctx.artifacts_dir / "report" / "report.md"),
-             "report_json": str(ctx.artifacts_dir / "report" / "report.json")}
+    paths = {
+        "step": str(ctx.artifacts_dir / "steps" / "current-step.json"),
+        "prompt": str(prompt_path),
+        "report": str(ctx.artifacts_dir / "report" / "report.md"),
+        "report_json": str(ctx.artifacts_dir / "report" / "report.json"),
+    }
     if ctx.plan_path is not None:
         paths["plan"] = str(ctx.plan_path)
     step = Step(

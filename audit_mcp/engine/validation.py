@@ -98,7 +98,7 @@ class PacketValidator:
 
     def _usage(self, out: Outcome, usage: Any) -> dict[str, float]:
         if not isinstance(usage, dict):
-            out.error("/usage", "'usage' must be an object such as {\"input_tokens\": 1200, \"seconds\": 95}")
+            out.error("/usage", '\'usage\' must be an object such as {"input_tokens": 1200, "seconds": 95}')
             return {}
         clean: dict[str, float] = {}
         for key in ("input_tokens", "output_tokens", "api_calls", "seconds", "rate_limited_calls"):
@@ -117,8 +117,10 @@ class PacketValidator:
         if status not in STATUSES:
             out.error(f"{loc}/status", f"status {status!r} is not one of {', '.join(STATUSES)}")
         summary = text_field(out, item, "summary", loc, required=True)
-        if summary is not None and status == "reviewed" and (
-            len(summary) < MIN_SUMMARY_CHARS or VACUOUS_SUMMARY.match(summary)
+        if (
+            summary is not None
+            and status == "reviewed"
+            and (len(summary) < MIN_SUMMARY_CHARS or VACUOUS_SUMMARY.match(summary))
         ):
             out.error(
                 f"{loc}/summary",
@@ -145,8 +147,7 @@ class PacketValidator:
         verdicts = self._verdicts(out, item.get("leads"), cell, status, loc)
         if len(out.errors) > errors_before:
             return None
-        result: dict[str, Any] = {"task_id": cell.task_id, "status": status, "summary": summary,
-                                  "findings": findings}
+        result: dict[str, Any] = {"task_id": cell.task_id, "status": status, "summary": summary, "findings": findings}
         if reason:
             result["reason"] = reason
         if verdicts:
@@ -230,16 +231,24 @@ class PacketValidator:
         start, end = self._check_evidence(out, loc, path, start, end, lines, evidence)
         if start == 0:
             return None
-        if path == cell.path and (end < cell.start_line - EVIDENCE_SLACK_LINES or start > cell.end_line
-                                  + EVIDENCE_SLACK_LINES):
+        if path == cell.path and (
+            end < cell.start_line - EVIDENCE_SLACK_LINES or start > cell.end_line + EVIDENCE_SLACK_LINES
+        ):
             out.warn(
                 f"{loc}/start_line",
                 f"lines {start}-{end} are outside this task's range {cell.start_line}-{cell.end_line}",
             )
         finding: dict[str, Any] = {
-            "title": title, "severity": severity, "confidence": confidence, "category": category,
-            "file": path, "start_line": start, "end_line": end, "evidence": evidence.strip("\n"),
-            "description": description, "recommendation": recommendation,
+            "title": title,
+            "severity": severity,
+            "confidence": confidence,
+            "category": category,
+            "file": path,
+            "start_line": start,
+            "end_line": end,
+            "evidence": evidence.strip("\n"),
+            "description": description,
+            "recommendation": recommendation,
         }
         if symbol:
             finding["symbol"] = symbol
@@ -280,18 +289,24 @@ class PacketValidator:
             out.error(f"{loc}/leads", f"a task with status {status} cannot judge leads; use status reviewed")
             return []
         clean = []
-        for vloc, item in objects_in(out, raw, f"{loc}/leads", "each lead verdict must be an object {lead_id, verdict, "
-                                   "reason}"):
+        for vloc, item in objects_in(
+            out, raw, f"{loc}/leads", "each lead verdict must be an object {lead_id, verdict, reason}"
+        ):
             lead_id = item.get("lead_id")
             lead = self.leads.get(lead_id) if isinstance(lead_id, str) else None
             if lead is None:
                 known = ", ".join(sorted(self.leads)) or "none"
-                out.error(f"{vloc}/lead_id", f"lead {item.get('lead_id')!r} is not carried by packet "
-                          f"{self.packet_id}; its leads are: {known}")
+                out.error(
+                    f"{vloc}/lead_id",
+                    f"lead {item.get('lead_id')!r} is not carried by packet {self.packet_id}; its leads are: {known}",
+                )
                 continue
             if lead.path != cell.path:
-                out.error(f"{vloc}/lead_id", f"lead {lead.lead_id} is in {lead.path}; judge it in the result of a "
-                          f"task on that file, not {cell.path}")
+                out.error(
+                    f"{vloc}/lead_id",
+                    f"lead {lead.lead_id} is in {lead.path}; judge it in the result of a "
+                    f"task on that file, not {cell.path}",
+                )
                 continue
             verdict = item.get("verdict")
             if verdict not in VERDICTS:
@@ -308,24 +323,28 @@ class PacketValidator:
             answers = item.get("leads") if isinstance(item, dict) else None
             if isinstance(answers, list):
                 judged |= {v.get("lead_id") for v in answers if isinstance(v, dict)}
-        reviewed_files = {self.cells[item["task_id"]].path for item in results if isinstance(item, dict)
-                          and item.get("task_id") in self.cells and item.get("status") == "reviewed"}
+        reviewed_files = {
+            self.cells[item["task_id"]].path
+            for item in results
+            if isinstance(item, dict) and item.get("task_id") in self.cells and item.get("status") == "reviewed"
+        }
         for lead in self.leads.values():
             if lead.lead_id in judged or lead.path not in reviewed_files:
                 continue
             out.error(
                 "/results",
                 f"lead {lead.lead_id} ({lead.tool} {lead.rule_id} at {lead.path}:{lead.start_line}) has no verdict; "
-                f"add {{\"lead_id\": \"{lead.lead_id}\", \"verdict\": \"confirmed\" or \"refuted\", "
-                f"\"reason\": \"...\"}} to 'leads' in the result of a task on {lead.path}",
+                f'add {{"lead_id": "{lead.lead_id}", "verdict": "confirmed" or "refuted", '
+                f'"reason": "..."}} to \'leads\' in the result of a task on {lead.path}',
             )
 
     def _related(self, out: Outcome, raw: Any, loc: str) -> list[dict[str, Any]]:
         if raw is None:
             return []
         if not isinstance(raw, list):
-            out.error(f"{loc}/related_locations", "'related_locations' must be an array of {file, start_line, "
-                      "end_line, role}")
+            out.error(
+                f"{loc}/related_locations", "'related_locations' must be an array of {file, start_line, end_line, role}"
+            )
             return []
         if len(raw) > MAX_RELATED:
             out.error(f"{loc}/related_locations", f"at most {MAX_RELATED} related locations")

@@ -22,8 +22,10 @@ TIMEOUT_SECONDS = 300
 # name -> (argument list after the executable, given the output path; exit codes that mean "ran").
 COMMANDS: dict[str, tuple[Callable[[Path], list[str]], frozenset[int]]] = {
     "bandit": (lambda out: ["-r", ".", "-f", "sarif", "-o", str(out), "-q"], frozenset({0, 1})),
-    "ruff": (lambda out: ["check", ".", "--output-format", "sarif", "--exit-zero", "--no-cache",
-                          "--output-file", str(out)], frozenset({0})),
+    "ruff": (
+        lambda out: ["check", ".", "--output-format", "sarif", "--exit-zero", "--no-cache", "--output-file", str(out)],
+        frozenset({0}),
+    ),
 }
 
 Which = Callable[[str], str | None]
@@ -47,7 +49,11 @@ def find_executable(name: str) -> str | None:
 
 
 def run_analyzers(
-    names: Sequence[str], root: Path, out_dir: Path, *, which: Which = find_executable,
+    names: Sequence[str],
+    root: Path,
+    out_dir: Path,
+    *,
+    which: Which = find_executable,
     runner: Runner = subprocess.run,
 ) -> list[AnalyzerRun]:
     """Run each named analyzer over ``root``; one ``AnalyzerRun`` per name, with its SARIF or why not."""
@@ -59,16 +65,16 @@ def run_analyzers(
             continue
         if inside(root, Path(exe)):
             # The code under audit is untrusted: never run a program it ships (e.g. "." on PATH).
-            runs.append(AnalyzerRun(name, None, f"{name} resolves to {exe}, inside the audited repository; "
-                                    "refused"))
+            runs.append(AnalyzerRun(name, None, f"{name} resolves to {exe}, inside the audited repository; refused"))
             continue
         args, ok_codes = COMMANDS[name]
         out = out_dir / f"{name}.sarif"
         out_dir.mkdir(parents=True, exist_ok=True)
         out.unlink(missing_ok=True)
         try:
-            done = runner([exe, *args(out)], cwd=root, capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
-                          check=False)
+            done = runner(
+                [exe, *args(out)], cwd=root, capture_output=True, text=True, timeout=TIMEOUT_SECONDS, check=False
+            )
         except subprocess.TimeoutExpired:
             runs.append(AnalyzerRun(name, None, f"{name} ran over {TIMEOUT_SECONDS}s; skipped"))
             continue
@@ -77,8 +83,9 @@ def run_analyzers(
             continue
         if done.returncode not in ok_codes or not out.is_file():
             tail = (done.stderr or "").strip().splitlines()[-1:] or ["no output"]
-            runs.append(AnalyzerRun(name, None, f"{name} failed with exit code {done.returncode} ({tail[0][:200]}); "
-                                    "skipped"))
+            runs.append(
+                AnalyzerRun(name, None, f"{name} failed with exit code {done.returncode} ({tail[0][:200]}); skipped")
+            )
             continue
         runs.append(AnalyzerRun(name, out, f"{name} ran"))
     return runs

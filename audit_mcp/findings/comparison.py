@@ -29,17 +29,31 @@ class Comparison:
 
     def counts(self) -> dict[str, int]:
         values = list(self.states.values())
-        return {NEW: values.count(NEW), PERSISTING: values.count(PERSISTING), RESOLVED: len(self.resolved),
-                NOT_RECHECKED: len(self.not_rechecked)}
+        return {
+            NEW: values.count(NEW),
+            PERSISTING: values.count(PERSISTING),
+            RESOLVED: len(self.resolved),
+            NOT_RECHECKED: len(self.not_rechecked),
+        }
 
     def as_json(self) -> dict[str, Any]:
         def brief(f: Finding) -> dict[str, Any]:
-            return {"fingerprint": f.fingerprint, "title": f.title, "severity": f.severity,
-                    "category": f.category, "file": f.file, "start_line": f.start_line, "end_line": f.end_line}
+            return {
+                "fingerprint": f.fingerprint,
+                "title": f.title,
+                "severity": f.severity,
+                "category": f.category,
+                "file": f.file,
+                "start_line": f.start_line,
+                "end_line": f.end_line,
+            }
 
-        return {"baseline_audit_id": self.baseline_audit_id, "counts": self.counts(),
-                "resolved": [brief(f) for f in self.resolved],
-                "not_rechecked": [brief(f) for f in self.not_rechecked]}
+        return {
+            "baseline_audit_id": self.baseline_audit_id,
+            "counts": self.counts(),
+            "resolved": [brief(f) for f in self.resolved],
+            "not_rechecked": [brief(f) for f in self.not_rechecked],
+        }
 
 
 def compare(

@@ -68,10 +68,10 @@ def _rules(run: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 
 def _cwes(rule: Mapping[str, Any], result: Mapping[str, Any]) -> tuple[str, ...]:
-    tags = [*((rule.get("properties") or {}).get("tags") or []), *((result.get("properties") or {}).get("tags")
-                                                                   or [])]
-    return tuple(dict.fromkeys(m.group(1).lstrip("0") for t in tags if isinstance(t, str)
-                               for m in [_CWE_TAG.search(t)] if m))
+    tags = [*((rule.get("properties") or {}).get("tags") or []), *((result.get("properties") or {}).get("tags") or [])]
+    return tuple(
+        dict.fromkeys(m.group(1).lstrip("0") for t in tags if isinstance(t, str) for m in [_CWE_TAG.search(t)] if m)
+    )
 
 
 def parse_sarif(
@@ -79,8 +79,10 @@ def parse_sarif(
 ) -> tuple[list[Lead], dict[str, int]]:
     """Leads (without ids yet) from one SARIF log, and counts of the alerts dropped, by reason."""
     if not isinstance(doc, Mapping) or not isinstance(doc.get("runs"), list):
-        raise ConfigError(f"{source} is not a SARIF log (no 'runs' array); give the file the analyzer wrote with "
-                          "its SARIF output option")
+        raise ConfigError(
+            f"{source} is not a SARIF log (no 'runs' array); give the file the analyzer wrote with "
+            "its SARIF output option"
+        )
     leads: list[Lead] = []
     dropped: dict[str, int] = {}
     for run in doc["runs"]:
@@ -107,18 +109,27 @@ def parse_sarif(
                 dropped["file not in scope"] = dropped.get("file not in scope", 0) + 1
                 continue
             region = physical.get("region") or {}
-            start = region.get("startLine") if isinstance(region.get("startLine"), int) else 1
-            end = region.get("endLine") if isinstance(region.get("endLine"), int) else start
+            first, last = region.get("startLine"), region.get("endLine")
+            start = first if isinstance(first, int) else 1
+            end = last if isinstance(last, int) else start
             rule_id = str(result.get("ruleId") or (result.get("rule") or {}).get("id") or "unknown")
             rule = rules.get(rule_id, {})
             level = result.get("level") or (rule.get("defaultConfiguration") or {}).get("level") or "warning"
             text = (result.get("message") or {}).get("text") or (rule.get("shortDescription") or {}).get("text")
-            leads.append(Lead(
-                lead_id="", tool=_clean(tool, 60), rule_id=_clean(rule_id, 100), path=path, start_line=max(1, start),
-                end_line=max(start, end, 1), level=level if level in LEVEL_RANK else "warning",
-                message=_clean(str(text or rule_id)), cwes=_cwes(rule, result),
-                help_uri=rule.get("helpUri") if isinstance(rule.get("helpUri"), str) else None,
-            ))
+            leads.append(
+                Lead(
+                    lead_id="",
+                    tool=_clean(tool, 60),
+                    rule_id=_clean(rule_id, 100),
+                    path=path,
+                    start_line=max(1, start),
+                    end_line=max(start, end, 1),
+                    level=level if level in LEVEL_RANK else "warning",
+                    message=_clean(str(text or rule_id)),
+                    cwes=_cwes(rule, result),
+                    help_uri=rule.get("helpUri") if isinstance(rule.get("helpUri"), str) else None,
+                )
+            )
     return leads, dropped
 
 
@@ -182,12 +193,17 @@ def lead_report(
     for x in leads:
         mine = by_lead.get(x.lead_id, [])
         near = [fid for fid, path, a, b in findings if path == x.path and a <= x.end_line and x.start_line <= b]
-        out.append(x.as_json() | {
-            "status": lead_status(mine),
-            "verdicts": [{"verdict": v.verdict, "reason": v.reason, "packet_id": v.packet_id, "task_id": v.task_id}
-                         for v in mine],
-            "findings": near,
-        })
+        out.append(
+            x.as_json()
+            | {
+                "status": lead_status(mine),
+                "verdicts": [
+                    {"verdict": v.verdict, "reason": v.reason, "packet_id": v.packet_id, "task_id": v.task_id}
+                    for v in mine
+                ],
+                "findings": near,
+            }
+        )
     return out
 
 

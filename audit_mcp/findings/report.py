@@ -66,9 +66,12 @@ def render_markdown(r: ReportInput) -> str:
     out += ["", "Findings: " + ", ".join(f"{n} {sev}" for sev, n in counts.items()) + ".", ""]
     if r.comparison is not None:
         c = r.comparison.counts()
-        out += [f"Compared with audit {r.comparison.baseline_audit_id}: {c['new']} new, {c['persisting']} "
-                f"persisting, {c['resolved']} resolved, {c['not_rechecked']} not rechecked (see "
-                "\"Changes since the previous audit\").", ""]
+        out += [
+            f"Compared with audit {r.comparison.baseline_audit_id}: {c['new']} new, {c['persisting']} "
+            f"persisting, {c['resolved']} resolved, {c['not_rechecked']} not rechecked (see "
+            '"Changes since the previous audit").',
+            "",
+        ]
 
     out += ["## Work blocks", ""]
     if s.blocks:
@@ -90,16 +93,21 @@ def render_markdown(r: ReportInput) -> str:
     for f in s.findings:
         lines = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
         out.append(f"### {f.finding_id} [{f.severity}] {f.title}")
-        meta = (f"`{f.file}:{lines}`" + (f" in `{f.symbol}`" if f.symbol else "")
-                + f" · lens: {', '.join(f.lenses)} · confidence: {f.confidence} · category: {f.category}"
-                + f" · fingerprint: `{f.fingerprint}`"
-                + (f" · {r.comparison.states[f.fingerprint]}" if r.comparison is not None else ""))
+        meta = (
+            f"`{f.file}:{lines}`"
+            + (f" in `{f.symbol}`" if f.symbol else "")
+            + f" · lens: {', '.join(f.lenses)} · confidence: {f.confidence} · category: {f.category}"
+            + f" · fingerprint: `{f.fingerprint}`"
+            + (f" · {r.comparison.states[f.fingerprint]}" if r.comparison is not None else "")
+        )
         out += [meta, "", f.description, "", _fence(f.evidence), "", f"**Recommendation:** {f.recommendation}"]
         if f.finding_id in confirmed:
             out.append(f"Confirms analyzer lead(s): {', '.join(confirmed[f.finding_id])}.")
         if len(f.severity_reasons) > 1:
-            out.append(f"Reported {len(f.severity_reasons)} times; the severity is the highest of: "
-                       f"{'; '.join(f.severity_reasons)}.")
+            out.append(
+                f"Reported {len(f.severity_reasons)} times; the severity is the highest of: "
+                f"{'; '.join(f.severity_reasons)}."
+            )
         if len(f.locations) > 1:
             out.append("Also reported at lines " + ", ".join(f"{a}-{b}" for a, b in f.locations[1:]) + ".")
         for rel in f.related_locations:
@@ -110,18 +118,22 @@ def render_markdown(r: ReportInput) -> str:
         out += _comparison_section(r.comparison)
     if r.leads:
         out += _leads_section(r.leads)
-    out += ["## Coverage", "", "| lens | " + " | ".join(s.value for s in CellState) + " |",
-            "|---|" + "---|" * len(CellState)]
+    out += [
+        "## Coverage",
+        "",
+        "| lens | " + " | ".join(s.value for s in CellState) + " |",
+        "|---|" + "---|" * len(CellState),
+    ]
     for lens in r.lenses:
         row = r.coverage_by_lens.get(lens, {})
         out.append(f"| {lens} | " + " | ".join(str(row.get(s.value, 0)) for s in CellState) + " |")
     out += ["", "### Gaps", ""]
     if not r.gap_cells and not r.skipped_files:
         out.append("None: every file in scope was reviewed under every lens.")
-    for c in r.gap_cells:
+    for gap in r.gap_cells:
         out.append(
-            f"- {c.state}: `{c.path}` lines {c.start_line}-{c.end_line}, lens {c.lens}"
-            f"{f': {c.reason}' if c.reason else ''}"
+            f"- {gap.state}: `{gap.path}` lines {gap.start_line}-{gap.end_line}, lens {gap.lens}"
+            f"{f': {gap.reason}' if gap.reason else ''}"
         )
     for fr in r.skipped_files:
         out.append(f"- skipped file: `{fr.path}`: {fr.skip_reason}")
@@ -129,8 +141,7 @@ def render_markdown(r: ReportInput) -> str:
 
 
 def _comparison_section(c: Comparison) -> list[str]:
-    out = ["## Changes since the previous audit", "",
-           f"Matched by fingerprint against audit {c.baseline_audit_id}."]
+    out = ["## Changes since the previous audit", "", f"Matched by fingerprint against audit {c.baseline_audit_id}."]
     for label, state in (("New", NEW), ("Persisting", PERSISTING)):
         ids = [fp for fp, st in c.states.items() if st == state]
         out.append(f"- {label}: {len(ids)}.")
@@ -146,14 +157,22 @@ def _comparison_section(c: Comparison) -> list[str]:
 def _leads_section(leads: Sequence[Mapping[str, Any]]) -> list[str]:
     statuses = [x["status"] for x in leads]
     tools = sorted({x["tool"] for x in leads})
-    out = ["## Analyzer leads", "",
-           f"{len(leads)} alert(s) from {', '.join(tools)}, each checked by a reviewer: "
-           + ", ".join(f"{statuses.count(s)} {s}" for s in ("confirmed", "refuted", "disputed", "unchecked"))
-           + ".", "", "| lead | rule | where | status | findings | reviewer's reason |", "|---|---|---|---|---|---|"]
+    out = [
+        "## Analyzer leads",
+        "",
+        f"{len(leads)} alert(s) from {', '.join(tools)}, each checked by a reviewer: "
+        + ", ".join(f"{statuses.count(s)} {s}" for s in ("confirmed", "refuted", "disputed", "unchecked"))
+        + ".",
+        "",
+        "| lead | rule | where | status | findings | reviewer's reason |",
+        "|---|---|---|---|---|---|",
+    ]
     for x in leads:
         reasons = "; ".join(f"{v['verdict']}: {v['reason']}" for v in x["verdicts"]) or "not reviewed"
-        out.append(f"| {x['lead_id']} | {x['tool']} {x['rule_id']} | `{x['file']}:{x['start_line']}` | "
-                   f"{x['status']} | {', '.join(x['findings']) or '-'} | {reasons.replace('|', '/')} |")
+        out.append(
+            f"| {x['lead_id']} | {x['tool']} {x['rule_id']} | `{x['file']}:{x['start_line']}` | "
+            f"{x['status']} | {', '.join(x['findings']) or '-'} | {reasons.replace('|', '/')} |"
+        )
     return [*out, ""]
 
 
@@ -179,22 +198,34 @@ def render_json(r: ReportInput) -> dict[str, Any]:
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "repo": {"name": r.repo_name, "root": r.root},
-        "audit": {"audit_id": r.audit_id, "created_at": r.created_at, "generated_at": r.generated_at,
-                  "runs": r.runs},
-        "snapshot": {"git_head": r.git_head, "git_dirty": r.git_dirty, "manifest_digest": r.manifest_digest,
-                     "changed_since_snapshot": list(r.changed_since_snapshot)},
+        "audit": {"audit_id": r.audit_id, "created_at": r.created_at, "generated_at": r.generated_at, "runs": r.runs},
+        "snapshot": {
+            "git_head": r.git_head,
+            "git_dirty": r.git_dirty,
+            "manifest_digest": r.manifest_digest,
+            "changed_since_snapshot": list(r.changed_since_snapshot),
+        },
         "completeness": r.completeness,
         "summary": {"findings_by_severity": s.by_severity(), "work_blocks": len(s.blocks)},
         "work_blocks": [b.as_json() for b in s.blocks],
-        "findings": [_finding_json(f, r.comparison, confirmed_leads(r.leads))
-                     for f in sorted(s.findings, key=lambda f: SEVERITY_RANK[f.severity])],
+        "findings": [
+            _finding_json(f, r.comparison, confirmed_leads(r.leads))
+            for f in sorted(s.findings, key=lambda f: SEVERITY_RANK[f.severity])
+        ],
         "comparison": r.comparison.as_json() if r.comparison is not None else None,
         "leads": [dict(x) for x in r.leads],
         "coverage": {"totals": dict(r.totals), "by_lens": {k: dict(v) for k, v in r.coverage_by_lens.items()}},
         "gaps": {
             "cells": [
-                {"task_id": c.task_id, "file": c.path, "start_line": c.start_line, "end_line": c.end_line,
-                 "lens": c.lens, "state": c.state, "reason": c.reason}
+                {
+                    "task_id": c.task_id,
+                    "file": c.path,
+                    "start_line": c.start_line,
+                    "end_line": c.end_line,
+                    "lens": c.lens,
+                    "state": c.state,
+                    "reason": c.reason,
+                }
                 for c in r.gap_cells
             ],
             "skipped_files": [{"file": f.path, "reason": f.skip_reason} for f in r.skipped_files],

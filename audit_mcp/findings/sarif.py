@@ -83,8 +83,7 @@ def _rule(rid: str, findings: Sequence[Finding]) -> dict[str, Any]:
     tags = (["security"] if security else []) + [f"external/cwe/cwe-{c}" for c in cwes] + lenses
     worst = min(findings, key=lambda f: list(LEVELS).index(f.severity)).severity
     best_confidence = min(findings, key=lambda f: list(PRECISION).index(f.confidence)).confidence
-    properties: dict[str, Any] = {"tags": list(dict.fromkeys(tags))[:MAX_TAGS],
-                                  "precision": PRECISION[best_confidence]}
+    properties: dict[str, Any] = {"tags": list(dict.fromkeys(tags))[:MAX_TAGS], "precision": PRECISION[best_confidence]}
     if security:
         properties["security-severity"] = SECURITY_SEVERITY[worst]
     help_text = (
@@ -99,7 +98,7 @@ def _rule(rid: str, findings: Sequence[Finding]) -> dict[str, Any]:
         "help": {
             "text": help_text[:MAX_MESSAGE_CHARS],
             "markdown": f"**{name}**\n\n{first.recommendation}\n\nCategory: `{first.category}`; "
-                        f"lenses: {', '.join(lenses)}.",
+            f"lenses: {', '.join(lenses)}.",
         },
         "defaultConfiguration": {"level": LEVELS[worst]},
         "properties": properties,
@@ -110,8 +109,12 @@ def _location(path: str, start: int, end: int, snippet: str | None = None) -> di
     region: dict[str, Any] = {"startLine": max(1, start), "endLine": max(start, end)}
     if snippet:
         region["snippet"] = {"text": snippet}
-    return {"physicalLocation": {"artifactLocation": {"uri": str(PurePosixPath(path)), "uriBaseId": SRCROOT},
-                                 "region": region}}
+    return {
+        "physicalLocation": {
+            "artifactLocation": {"uri": str(PurePosixPath(path)), "uriBaseId": SRCROOT},
+            "region": region,
+        }
+    }
 
 
 def _result(f: Finding, rid: str, index: int, baseline: str | None, leads: list[str]) -> dict[str, Any]:
@@ -119,8 +122,10 @@ def _result(f: Finding, rid: str, index: int, baseline: str | None, leads: list[
     for n, (a, b) in enumerate(f.locations[1:], 1):
         related.append(_location(f.file, a, b) | {"id": n, "message": {"text": "also reported here"}})
     for rel in f.related_locations:
-        related.append(_location(rel["file"], rel["start_line"], rel["end_line"])
-                       | {"id": len(related) + 1, "message": {"text": rel["role"]}})
+        related.append(
+            _location(rel["file"], rel["start_line"], rel["end_line"])
+            | {"id": len(related) + 1, "message": {"text": rel["role"]}}
+        )
     result: dict[str, Any] = {
         "ruleId": rid,
         "ruleIndex": index,
@@ -129,9 +134,14 @@ def _result(f: Finding, rid: str, index: int, baseline: str | None, leads: list[
         "locations": [_location(f.file, f.start_line, f.end_line, f.evidence)],
         "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
         "properties": {
-            "findingId": f.finding_id, "severity": f.severity, "confidence": f.confidence,
-            "category": f.category, "lenses": f.lenses, "reportedBy": f.reporters,
-            "severityReasons": f.severity_reasons, "recommendation": f.recommendation,
+            "findingId": f.finding_id,
+            "severity": f.severity,
+            "confidence": f.confidence,
+            "category": f.category,
+            "lenses": f.lenses,
+            "reportedBy": f.reporters,
+            "severityReasons": f.severity_reasons,
+            "recommendation": f.recommendation,
         },
     }
     if f.symbol:
@@ -148,21 +158,27 @@ def _result(f: Finding, rid: str, index: int, baseline: str | None, leads: list[
 def _notifications(r: ReportInput) -> list[dict[str, Any]]:
     notes = []
     for c in r.gap_cells:
-        notes.append({
-            "level": "error" if c.state == "failed" else "warning",
-            "message": {"text": f"not reviewed ({c.state}) under the {c.lens} lens: {c.path} lines "
-                                f"{c.start_line}-{c.end_line}{f': {c.reason}' if c.reason else ''}"},
-            "locations": [_location(c.path, c.start_line, c.end_line)],
-            "descriptor": {"id": f"coverage/{c.state}"},
-            "properties": {"taskId": c.task_id, "lens": c.lens},
-        })
+        notes.append(
+            {
+                "level": "error" if c.state == "failed" else "warning",
+                "message": {
+                    "text": f"not reviewed ({c.state}) under the {c.lens} lens: {c.path} lines "
+                    f"{c.start_line}-{c.end_line}{f': {c.reason}' if c.reason else ''}"
+                },
+                "locations": [_location(c.path, c.start_line, c.end_line)],
+                "descriptor": {"id": f"coverage/{c.state}"},
+                "properties": {"taskId": c.task_id, "lens": c.lens},
+            }
+        )
     for fr in r.skipped_files:
-        notes.append({
-            "level": "note",
-            "message": {"text": f"skipped file {fr.path}: {fr.skip_reason}"},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": fr.path, "uriBaseId": SRCROOT}}}],
-            "descriptor": {"id": "coverage/skipped-file"},
-        })
+        notes.append(
+            {
+                "level": "note",
+                "message": {"text": f"skipped file {fr.path}: {fr.skip_reason}"},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": fr.path, "uriBaseId": SRCROOT}}}],
+                "descriptor": {"id": "coverage/skipped-file"},
+            }
+        )
     return notes
 
 
@@ -178,28 +194,40 @@ def render_sarif(r: ReportInput) -> dict[str, Any]:
     comparison = r.comparison
     confirmed = confirmed_leads(r.leads)
     results = [
-        _result(f, rule_id(f.category), index[rule_id(f.category)],
-                SARIF_BASELINE[comparison.states[f.fingerprint]] if comparison else None,
-                confirmed.get(f.finding_id, []))
+        _result(
+            f,
+            rule_id(f.category),
+            index[rule_id(f.category)],
+            SARIF_BASELINE[comparison.states[f.fingerprint]] if comparison else None,
+            confirmed.get(f.finding_id, []),
+        )
         for f in findings
     ]
     run: dict[str, Any] = {
-        "tool": {"driver": {"name": "audit-mcp", "semanticVersion": __version__, "version": __version__,
-                            "rules": rules}},
+        "tool": {
+            "driver": {"name": "audit-mcp", "semanticVersion": __version__, "version": __version__, "rules": rules}
+        },
         "automationDetails": {"id": f"audit-mcp/audit-{r.audit_id}"},
-        "originalUriBaseIds": {SRCROOT: {"uri": _root_uri(r.root),
-                                         "description": {"text": "The root of the audited repository."}}},
+        "originalUriBaseIds": {
+            SRCROOT: {"uri": _root_uri(r.root), "description": {"text": "The root of the audited repository."}}
+        },
         "columnKind": "unicodeCodePoints",
-        "invocations": [{
-            "executionSuccessful": r.completeness == "complete",
-            "startTimeUtc": r.created_at,
-            "endTimeUtc": r.generated_at,
-            "toolExecutionNotifications": _notifications(r),
-            "properties": {"completeness": r.completeness, "coverage": dict(r.totals), "runs": r.runs},
-        }],
+        "invocations": [
+            {
+                "executionSuccessful": r.completeness == "complete",
+                "startTimeUtc": r.created_at,
+                "endTimeUtc": r.generated_at,
+                "toolExecutionNotifications": _notifications(r),
+                "properties": {"completeness": r.completeness, "coverage": dict(r.totals), "runs": r.runs},
+            }
+        ],
         "results": results,
-        "properties": {"auditId": r.audit_id, "gitHead": r.git_head, "gitDirty": r.git_dirty,
-                       "manifestDigest": r.manifest_digest},
+        "properties": {
+            "auditId": r.audit_id,
+            "gitHead": r.git_head,
+            "gitDirty": r.git_dirty,
+            "manifestDigest": r.manifest_digest,
+        },
     }
     if comparison is not None:
         # Resolved findings stay out of results[]: code scanning does not document result.kind, so an

@@ -57,13 +57,24 @@ class Finding:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "id": self.finding_id, "fingerprint": self.fingerprint, "title": self.title,
-            "severity": self.severity, "confidence": self.confidence, "category": self.category,
-            "file": self.file, "start_line": self.start_line, "end_line": self.end_line,
-            "evidence": self.evidence, "description": self.description,
-            "recommendation": self.recommendation, "symbol": self.symbol, "lenses": self.lenses,
-            "reported_by": self.reporters, "severity_reasons": self.severity_reasons,
-            "fingerprint_aliases": self.aliases, "categories": self.categories,
+            "id": self.finding_id,
+            "fingerprint": self.fingerprint,
+            "title": self.title,
+            "severity": self.severity,
+            "confidence": self.confidence,
+            "category": self.category,
+            "file": self.file,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "evidence": self.evidence,
+            "description": self.description,
+            "recommendation": self.recommendation,
+            "symbol": self.symbol,
+            "lenses": self.lenses,
+            "reported_by": self.reporters,
+            "severity_reasons": self.severity_reasons,
+            "fingerprint_aliases": self.aliases,
+            "categories": self.categories,
             "evidence_ranges": [{"start_line": a, "end_line": b} for a, b in self.locations],
             "related_locations": self.related_locations,
         }
@@ -80,8 +91,15 @@ class WorkBlock:
     order: int
 
     def as_json(self) -> dict[str, Any]:
-        return {"id": self.block_id, "order": self.order, "title": self.title, "severity": self.severity,
-                "effort": self.effort, "findings": self.finding_ids, "files": self.files}
+        return {
+            "id": self.block_id,
+            "order": self.order,
+            "title": self.title,
+            "severity": self.severity,
+            "effort": self.effort,
+            "findings": self.finding_ids,
+            "files": self.files,
+        }
 
 
 @dataclass(frozen=True)
@@ -150,8 +168,10 @@ def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
     """Merge findings about the same place and problem; order by severity; group into work blocks."""
     merged: list[Finding] = []
     by_fp: dict[str, Finding] = {}
-    ordered = sorted(raw_findings, key=lambda r: (SEVERITY_RANK[r["severity"]], r["file"], r["start_line"],
-                                                  r["lens"], r["packet_id"]))
+    ordered = sorted(
+        raw_findings,
+        key=lambda r: (SEVERITY_RANK[r["severity"]], r["file"], r["start_line"], r["lens"], r["packet_id"]),
+    )
     for raw in ordered:
         fp = fingerprint(raw["file"], raw["category"], raw["evidence"])
         span = (raw["start_line"], raw["end_line"])
@@ -161,13 +181,26 @@ def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
             by_fp.setdefault(fp, same)
             continue
         finding = Finding(
-            finding_id="", fingerprint=fp, title=raw["title"], severity=raw["severity"],
-            confidence=raw["confidence"], category=raw["category"], file=raw["file"],
-            start_line=raw["start_line"], end_line=raw["end_line"], evidence=raw["evidence"],
-            description=raw["description"], recommendation=raw["recommendation"], symbol=raw.get("symbol"),
-            lenses=[raw["lens"]], reporters=[raw["packet_id"]], locations=[span],
-            related_locations=list(raw.get("related_locations", [])), severity_reasons=[_reason(raw)],
-            aliases=[fp], categories=[raw["category"]],
+            finding_id="",
+            fingerprint=fp,
+            title=raw["title"],
+            severity=raw["severity"],
+            confidence=raw["confidence"],
+            category=raw["category"],
+            file=raw["file"],
+            start_line=raw["start_line"],
+            end_line=raw["end_line"],
+            evidence=raw["evidence"],
+            description=raw["description"],
+            recommendation=raw["recommendation"],
+            symbol=raw.get("symbol"),
+            lenses=[raw["lens"]],
+            reporters=[raw["packet_id"]],
+            locations=[span],
+            related_locations=list(raw.get("related_locations", [])),
+            severity_reasons=[_reason(raw)],
+            aliases=[fp],
+            categories=[raw["category"]],
         )
         merged.append(finding)
         by_fp[fp] = finding

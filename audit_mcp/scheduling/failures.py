@@ -7,20 +7,40 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("auth_or_config", re.compile(
-        r"\b(401|403)\b|unauthori[sz]ed|forbidden|invalid[ _-]?api[ _-]?key|authentication|permission denied"
-        r"|not logged in|please run /login|credit balance|enforced_spend_limit|spend limit|billing"
-        r"|model[^\n]{0,40}not found|no such model|unknown tool|tool .{0,40}not (available|found)", re.I)),
-    ("rate_limited", re.compile(
-        r"\b429\b|rate[ _-]?limit|too many requests|per-minute rate limit|quota exceeded|usage limit"
-        r"|overloaded|\b529\b", re.I)),
-    ("context_overflow", re.compile(
-        r"context (length|window)|prompt is too long|maximum context|too many tokens|token limit"
-        r"|input is too long|context_length_exceeded", re.I)),
+    (
+        "auth_or_config",
+        re.compile(
+            r"\b(401|403)\b|unauthori[sz]ed|forbidden|invalid[ _-]?api[ _-]?key|authentication|permission denied"
+            r"|not logged in|please run /login|credit balance|enforced_spend_limit|spend limit|billing"
+            r"|model[^\n]{0,40}not found|no such model|unknown tool|tool .{0,40}not (available|found)",
+            re.I,
+        ),
+    ),
+    (
+        "rate_limited",
+        re.compile(
+            r"\b429\b|rate[ _-]?limit|too many requests|per-minute rate limit|quota exceeded|usage limit"
+            r"|overloaded|\b529\b",
+            re.I,
+        ),
+    ),
+    (
+        "context_overflow",
+        re.compile(
+            r"context (length|window)|prompt is too long|maximum context|too many tokens|token limit"
+            r"|input is too long|context_length_exceeded",
+            re.I,
+        ),
+    ),
     ("timeout", re.compile(r"time[d ]?[ -]?out|deadline exceeded|took too long|\bETIMEDOUT\b", re.I)),
-    ("policy_refusal", re.compile(
-        r"usage polic|content polic|refus(ed|al)|cannot (help|assist) with|safety (system|filter)"
-        r"|violat(es|ion)", re.I)),
+    (
+        "policy_refusal",
+        re.compile(
+            r"usage polic|content polic|refus(ed|al)|cannot (help|assist) with|safety (system|filter)"
+            r"|violat(es|ion)",
+            re.I,
+        ),
+    ),
 )
 _RETRY_AFTER_MS = re.compile(r"retry[-_ ]after[-_ ]ms[\"'=:\s]+(\d+)", re.I)
 _RETRY_AFTER = re.compile(r"retry[-_ ]after[\"'=:\s]+(\d+(?:\.\d+)?)", re.I)

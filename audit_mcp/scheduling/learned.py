@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.scheduling.scheduler import Learned
+from audit_mcp.scheduling.profile import Learned
 from audit_mcp.store.keyed import KeyedDocuments
 
 STATE_FILENAME = "learned.sqlite3"
@@ -67,6 +67,7 @@ class LearnedStore:
 
     def update(self, key: str, change: Callable[[Learned], Learned], now: datetime) -> Learned:
         """Apply ``change`` to the stored state atomically and return the result."""
-        text = self._documents.update(key, lambda old: _encode(change(Learned() if old is None else _decode(old))),
-                                      now.isoformat())
+        text = self._documents.update(
+            key, lambda old: _encode(change(Learned() if old is None else _decode(old))), now.isoformat()
+        )
         return _decode(text)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from audit_mcp.scheduling.scheduler import Learned, decayed_cap
+from audit_mcp.scheduling.profile import Learned, decayed_cap
 
 DECREASE_INTERVAL = timedelta(seconds=60)
 DEFAULT_COOLDOWN = timedelta(seconds=60)
@@ -54,8 +54,9 @@ def learn(learned: Learned, outcome: RunOutcome, now: datetime, prior: float, ha
     base = current if current is not None else float(max(1, outcome.wave_size))
     updated = replace(learned, updated_at=now)
     if outcome.observed_limits:
-        updated = replace(updated, observed_limits={**learned.observed_limits, **outcome.observed_limits},
-                          observed_at=now)
+        updated = replace(
+            updated, observed_limits={**learned.observed_limits, **outcome.observed_limits}, observed_at=now
+        )
     if outcome.hard_stop:
         updated = replace(updated, hard_stop=outcome.hard_stop)
     throttled = outcome.rate_limited or outcome.absorbed >= ABSORBED_LIMIT
@@ -72,9 +73,14 @@ def learn(learned: Learned, outcome: RunOutcome, now: datetime, prior: float, ha
         if outcome.observed_limits and outcome.observed_limits != learned.observed_limits:
             # The provider just said what its limits are: the physical cap, recomputed from them, governs.
             cap = None
-        updated = replace(updated, cap=cap, last_429_at=now, cooldown_until=until,
-                          last_decrease_at=learned.last_decrease_at if recently else now,
-                          rate_limited_runs=learned.rate_limited_runs + 1)
+        updated = replace(
+            updated,
+            cap=cap,
+            last_429_at=now,
+            cooldown_until=until,
+            last_decrease_at=learned.last_decrease_at if recently else now,
+            rate_limited_runs=learned.rate_limited_runs + 1,
+        )
     elif outcome.absorbed:
         updated = replace(updated, last_429_at=now)  # a stray retry: neither narrower nor wider
     elif outcome.succeeded and outcome.launched and outcome.wave_size < base / 2:
@@ -97,8 +103,11 @@ def _calibrate(learned: Learned, outcome: RunOutcome) -> Learned:
     The input ratio is the run's total over its total estimate, not a mean of per-packet ratios: small
     packets carry the same fixed overhead per call and would otherwise inflate it.
     """
-    charged = [(u["input_tokens"], e) for u, e in zip(outcome.usage, outcome.estimated_tokens, strict=False)
-               if u.get("input_tokens") and e]
+    charged = [
+        (u["input_tokens"], e)
+        for u, e in zip(outcome.usage, outcome.estimated_tokens, strict=False)
+        if u.get("input_tokens") and e
+    ]
     ratio = sum(i for i, _ in charged) / sum(e for _, e in charged) if charged else None
     # A throttled packet is slow for the wrong reason: its seconds say nothing about the work. A run with
     # rate-limited failures teaches none; otherwise the packets that report no rate-limited call do.

@@ -21,8 +21,10 @@ def lease_end(dispatched_at: datetime, lease_seconds: int) -> datetime:
 
 def expiry_text(lease_seconds: int) -> str:
     """The failure text recorded for an expired packet; the re-issued packet's prompt quotes it."""
-    return (f"lease expired: no accepted submission within {lease_seconds} s of dispatch (the subagent stopped, "
-            "was lost with the host's context, or is still working)")
+    return (
+        f"lease expired: no accepted submission within {lease_seconds} s of dispatch (the subagent stopped, "
+        "was lost with the host's context, or is still working)"
+    )
 
 
 def expired_failures(tx: Tx, run_id: str, now: str, lease_seconds: int) -> list[dict[str, str]]:
@@ -35,9 +37,14 @@ def superseded_message(tx: Tx, run: RunRow, packet_id: str) -> str:
     holders = tx.assigned_packets(run.audit_id, tx.packet_task_ids(packet_id))
     current = next((r.run_id for r in tx.runs(run.audit_id, plan=False) if r.state == "open"), None)
     if holders:
-        return (f"run {run.run_id} is finished (merged), so packet {packet_id} is superseded: the open run is "
-                f"{current} and its tasks are now held by packet {', '.join(holders)}. Do not submit again under the "
-                "old id; the current packet's prompt says what to review")
-    hint = (f"the open run is {current}; its dispatch plan names the packet that now holds these tasks"
-            if current else "call next_step to get the current work")
+        return (
+            f"run {run.run_id} is finished (merged), so packet {packet_id} is superseded: the open run is "
+            f"{current} and its tasks are now held by packet {', '.join(holders)}. Do not submit again under the "
+            "old id; the current packet's prompt says what to review"
+        )
+    hint = (
+        f"the open run is {current}; its dispatch plan names the packet that now holds these tasks"
+        if current
+        else "call next_step to get the current work"
+    )
     return f"run {run.run_id} is finished (merged), so packet {packet_id} is superseded; {hint}"

@@ -30,8 +30,13 @@ _KNOWN_MODELS: dict[str, tuple[int, int]] = {
     "o4": (200_000, 100_000),
     "gemini-2.5": (1_000_000, 64_000),
 }
-_DEFAULTS = {"context_tokens": 128_000, "output_tokens": 16_000, "requests_per_minute": 50,
-             "input_tokens_per_minute": 30_000, "output_tokens_per_minute": 8_000}
+_DEFAULTS = {
+    "context_tokens": 128_000,
+    "output_tokens": 16_000,
+    "requests_per_minute": 50,
+    "input_tokens_per_minute": 30_000,
+    "output_tokens_per_minute": 8_000,
+}
 _ENV = {
     "context_tokens": "AUDIT_MCP_CONTEXT_TOKENS",
     "output_tokens": "AUDIT_MCP_OUTPUT_TOKENS",

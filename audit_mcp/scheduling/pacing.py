@@ -18,8 +18,9 @@ from audit_mcp.core.config import SchedulerConfig
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.scheduling.learning import RunOutcome
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits
+from audit_mcp.scheduling.profile import Learned
 from audit_mcp.scheduling.ratelimits import parse_error_text
-from audit_mcp.scheduling.scheduler import Forecast, Learned, Schedule
+from audit_mcp.scheduling.scheduler import Forecast, Schedule
 
 WAVE_KINDS = ("rolling", "whole_wave")
 PROBE_MODES = ("never", "auto", "force")
@@ -92,8 +93,13 @@ def run_outcome(
         observed.update(s.limits)
     hard = next((s.hard_stop for s in signals if s.hard_stop), None)
     return RunOutcome(
-        launched=launched, wave_size=wave_size, succeeded=succeeded, rate_limited=len(limited),
-        wait_until=max(waits) if waits else None, hard_stop=hard, observed_limits=observed,
+        launched=launched,
+        wave_size=wave_size,
+        succeeded=succeeded,
+        rate_limited=len(limited),
+        wait_until=max(waits) if waits else None,
+        hard_stop=hard,
+        observed_limits=observed,
         usage=[{k: float(v) for k, v in u.items()} for u, _ in usage if u],
         estimated_tokens=[tokens for u, tokens in usage if u],
         absorbed=int(sum(float(u.get("rate_limited_calls") or 0) for u, _ in usage if u)),
@@ -102,11 +108,15 @@ def run_outcome(
 
 def forecast_view(forecast: Forecast) -> dict[str, Any]:
     low, high = forecast.seconds_low, forecast.seconds_high
-    return {"packets": forecast.packets, "waves": forecast.waves,
-            "estimated_input_tokens": forecast.estimated_input_tokens,
-            "estimated_output_tokens": forecast.estimated_output_tokens,
-            "seconds_low": low, "seconds_high": high,
-            "time_range": f"about {_minutes(low)} to {_minutes(high)}" if forecast.packets else "nothing to do"}
+    return {
+        "packets": forecast.packets,
+        "waves": forecast.waves,
+        "estimated_input_tokens": forecast.estimated_input_tokens,
+        "estimated_output_tokens": forecast.estimated_output_tokens,
+        "seconds_low": low,
+        "seconds_high": high,
+        "time_range": f"about {_minutes(low)} to {_minutes(high)}" if forecast.packets else "nothing to do",
+    }
 
 
 def _minutes(seconds: int) -> str:
@@ -115,9 +125,15 @@ def _minutes(seconds: int) -> str:
 
 def schedule_view(result: Schedule, pacing: Pacing, key: str) -> dict[str, Any]:
     """The schedule as it goes into a dispatch plan and ``quota_status``."""
-    return {"state_key": key, "wave_kind": pacing.wave_kind, "physical_cap": result.physical_cap,
-            "learned_cap": result.learned_cap, "reasoning": result.reasoning,
-            "launch_interval_seconds": result.launch_interval_seconds,
-            # Packets that should wait: seconds after the run's first launch, by packet id (the rest need not).
-            "launch_offsets": {p: s for p, s in zip(result.order, result.launch_offsets, strict=True) if s},
-            "oversize_packets": result.oversize, "forecast": forecast_view(result.forecast)}
+    return {
+        "state_key": key,
+        "wave_kind": pacing.wave_kind,
+        "physical_cap": result.physical_cap,
+        "learned_cap": result.learned_cap,
+        "reasoning": result.reasoning,
+        "launch_interval_seconds": result.launch_interval_seconds,
+        # Packets that should wait: seconds after the run's first launch, by packet id (the rest need not).
+        "launch_offsets": {p: s for p, s in zip(result.order, result.launch_offsets, strict=True) if s},
+        "oversize_packets": result.oversize,
+        "forecast": forecast_view(result.forecast),
+    }

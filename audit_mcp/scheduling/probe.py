@@ -22,8 +22,12 @@ _ENDPOINTS = {
     "anthropic": ("ANTHROPIC_API_KEY", "https://api.anthropic.com/v1/models/{model}"),
     "openai": ("OPENAI_API_KEY", "https://api.openai.com/v1/models/{model}"),
 }
-_CONTEXT_FIELDS = {"max_input_tokens": "context_tokens", "context_window": "context_tokens",
-                   "max_tokens": "output_tokens", "max_output_tokens": "output_tokens"}
+_CONTEXT_FIELDS = {
+    "max_input_tokens": "context_tokens",
+    "context_window": "context_tokens",
+    "max_tokens": "output_tokens",
+    "max_output_tokens": "output_tokens",
+}
 TIMEOUT_SECONDS = 10.0
 
 
@@ -51,10 +55,15 @@ def probe(
     key_name, url = _ENDPOINTS[provider]
     key = environ.get(key_name, "").strip()
     if not key:
-        return ProbeResult(note=f"provider probe skipped: {key_name} is not set" + (
-            " (probe = force needs it)" if mode == "force" else ""))
-    headers = ({"x-api-key": key, "anthropic-version": "2023-06-01"} if provider == "anthropic"
-               else {"authorization": f"Bearer {key}"})
+        return ProbeResult(
+            note=f"provider probe skipped: {key_name} is not set"
+            + (" (probe = force needs it)" if mode == "force" else "")
+        )
+    headers = (
+        {"x-api-key": key, "anthropic-version": "2023-06-01"}
+        if provider == "anthropic"
+        else {"authorization": f"Bearer {key}"}
+    )
     try:
         with httpx.Client(transport=transport, timeout=TIMEOUT_SECONDS) as client:
             response = client.get(url.format(model=model), headers=headers)
@@ -70,8 +79,8 @@ def probe(
         except ValueError:
             body = {}
         for source, name in _CONTEXT_FIELDS.items():
-            value = body.get(source) if isinstance(body, dict) else None
-            if isinstance(value, int) and value > 0 and name not in found:
-                found[name] = Limit(value, f"{provider} models API (probe)", "medium")
+            raw = body.get(source) if isinstance(body, dict) else None
+            if isinstance(raw, int) and raw > 0 and name not in found:
+                found[name] = Limit(raw, f"{provider} models API (probe)", "medium")
         return ProbeResult(found, f"provider probe read {len(found)} value(s)")
     return ProbeResult(found, f"provider probe answered HTTP {response.status_code}")

@@ -29,28 +29,42 @@ _GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e
 
 _HEADER_LINE = re.compile(
     r"\b((?:anthropic|x)-ratelimit-[a-z0-9-]+|retry-after(?:-ms)?)[\"']?\s*[:=]\s*[\"']?([^\s,;\"'}]+"
-    r"(?:,\s*\d{2} \w{3} \d{4} [\d:]+ GMT)?)", re.I)
+    r"(?:,\s*\d{2} \w{3} \d{4} [\d:]+ GMT)?)",
+    re.I,
+)
 _RATE_LIMITED = re.compile(
-    r"\b429\b|rate[ _-]?limit|too many requests|per-minute rate limit|request rejected \(429\)|quota exceeded",
-    re.I)
+    r"\b429\b|rate[ _-]?limit|too many requests|per-minute rate limit|request rejected \(429\)|quota exceeded", re.I
+)
 _OVERLOADED = re.compile(r"\b529\b|overloaded", re.I)
 _TRY_AGAIN = re.compile(
     r"(?:try again|retry|wait)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?"
-    r"|minutes?|h|hours?)\s*)+)", re.I)
+    r"|minutes?|h|hours?)\s*)+)",
+    re.I,
+)
 _PHRASE_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)", re.I)
 # Limits the provider's own message quotes: Anthropic's "would exceed the rate limit for your organization
 # (…) of 30,000 input tokens per minute" and OpenAI's "on tokens per min (TPM): Limit 30000".
 _QUOTED_LIMIT = re.compile(
     r"\bof ([\d,]+) (input tokens|output tokens|tokens|requests) per minute"
-    r"|\bon (input tokens|output tokens|tokens|requests) per min(?:ute)?\s*\([A-Z]+\):\s*Limit ([\d,]+)", re.I)
-_QUOTED_KEYS = {"input tokens": "input_tokens_per_minute", "output tokens": "output_tokens_per_minute",
-                "tokens": "input_tokens_per_minute", "requests": "requests_per_minute"}
+    r"|\bon (input tokens|output tokens|tokens|requests) per min(?:ute)?\s*\([A-Z]+\):\s*Limit ([\d,]+)",
+    re.I,
+)
+_QUOTED_KEYS = {
+    "input tokens": "input_tokens_per_minute",
+    "output tokens": "output_tokens_per_minute",
+    "tokens": "input_tokens_per_minute",
+    "requests": "requests_per_minute",
+}
 _SPEND_CAP = re.compile(
     r"enforced_spend_limit|spend(?:ing)? (?:limit|cap)|credit balance is too low|insufficient_quota"
-    r"|exceeded your current quota|billing hard limit", re.I)
+    r"|exceeded your current quota|billing hard limit",
+    re.I,
+)
 _SUBSCRIPTION = re.compile(
     r"unified-status\s*[:=]\s*[\"']?rejected|(?:5-hour|five-hour|weekly|7-day) limit|usage limit reached"
-    r"|you've hit your (?:usage )?limit|limit will reset at", re.I)
+    r"|you've hit your (?:usage )?limit|limit will reset at",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -136,8 +150,17 @@ def parse_headers(headers: Mapping[str, str], now: datetime, *, status: int | No
         base = f"anthropic-ratelimit-{bucket}"
         _read_bucket(h, f"{base}-limit", f"{base}-remaining", f"{base}-reset", key, now, limits, remaining, resets)
     for bucket, key in _OPENAI_BUCKETS.items():
-        _read_bucket(h, f"x-ratelimit-limit-{bucket}", f"x-ratelimit-remaining-{bucket}",
-                     f"x-ratelimit-reset-{bucket}", key, now, limits, remaining, resets)
+        _read_bucket(
+            h,
+            f"x-ratelimit-limit-{bucket}",
+            f"x-ratelimit-remaining-{bucket}",
+            f"x-ratelimit-reset-{bucket}",
+            key,
+            now,
+            limits,
+            remaining,
+            resets,
+        )
     hard_stop = None
     if h.get("anthropic-ratelimit-unified-status", "").lower() == "rejected":
         reset = h.get("anthropic-ratelimit-unified-reset")
@@ -147,14 +170,27 @@ def parse_headers(headers: Mapping[str, str], now: datetime, *, status: int | No
     if status == 429 and retry is None and not resets and hard_stop is None:
         # A 429 that names no time to wait is Anthropic's spend cap.
         hard_stop = "the provider refused with a 429 that names no time to wait (a spend cap)"
-    return RateLimitSignal(rate_limited=rate_limited or hard_stop is not None, overloaded=status == 529,
-                           retry_after_seconds=retry, limits=limits, remaining=remaining, resets=resets,
-                           hard_stop=hard_stop)
+    return RateLimitSignal(
+        rate_limited=rate_limited or hard_stop is not None,
+        overloaded=status == 529,
+        retry_after_seconds=retry,
+        limits=limits,
+        remaining=remaining,
+        resets=resets,
+        hard_stop=hard_stop,
+    )
 
 
 def _read_bucket(
-    h: Mapping[str, str], limit: str, remaining: str, reset: str, key: str, now: datetime,
-    limits: dict[str, int], left: dict[str, int], resets: dict[str, datetime],
+    h: Mapping[str, str],
+    limit: str,
+    remaining: str,
+    reset: str,
+    key: str,
+    now: datetime,
+    limits: dict[str, int],
+    left: dict[str, int],
+    resets: dict[str, datetime],
 ) -> None:
     if limit in h and (value := _int(h[limit])) is not None and value > 0:
         limits[key] = value
@@ -184,9 +220,15 @@ def parse_error_text(text: str, now: datetime) -> RateLimitSignal:
         if value > 0:
             limits.setdefault(_QUOTED_KEYS[(unit or unit_after).lower()], value)
     overloaded = bool(_OVERLOADED.search(text)) and not _RATE_LIMITED.search(text)
-    return RateLimitSignal(rate_limited=rate_limited and not overloaded, overloaded=overloaded,
-                           retry_after_seconds=retry, limits=limits, remaining=from_headers.remaining,
-                           resets=from_headers.resets, hard_stop=hard_stop)
+    return RateLimitSignal(
+        rate_limited=rate_limited and not overloaded,
+        overloaded=overloaded,
+        retry_after_seconds=retry,
+        limits=limits,
+        remaining=from_headers.remaining,
+        resets=from_headers.resets,
+        hard_stop=hard_stop,
+    )
 
 
 def _phrase_unit(unit: str) -> float:

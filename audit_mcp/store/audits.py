@@ -72,16 +72,15 @@ class AuditQueries(Queries):
         self.conn.executemany(
             "INSERT INTO files (audit_id, path, language, size, line_count, sha256, scope, skip_reason)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (audit_id, r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason)
-                for r in rows
-            ],
+            [(audit_id, r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason) for r in rows],
         )
 
     def files(self, audit_id: int) -> list[FileRow]:
         rows = self.conn.execute(
             "SELECT path, language, size, line_count, sha256, scope, skip_reason FROM files WHERE audit_id = ?"
-            " ORDER BY path", (audit_id,))
+            " ORDER BY path",
+            (audit_id,),
+        )
         # Positional construction: this runs over every file of large repositories.
         return [FileRow(*r) for r in rows]
 
@@ -89,8 +88,15 @@ class AuditQueries(Queries):
         row = self.conn.execute("SELECT * FROM files WHERE audit_id = ? AND path = ?", (audit_id, path)).fetchone()
         if row is None:
             return None
-        return FileRow(row["path"], row["language"], row["size"], row["line_count"], row["sha256"], row["scope"],
-                       row["skip_reason"])
+        return FileRow(
+            row["path"],
+            row["language"],
+            row["size"],
+            row["line_count"],
+            row["sha256"],
+            row["scope"],
+            row["skip_reason"],
+        )
 
     def update_file(self, audit_id: int, r: FileRow) -> None:
         self.conn.execute(

@@ -37,8 +37,19 @@ class CellQueries(Queries):
             " run_id, packet_id, reason, content_hash, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
-                    audit_id, c.task_id, c.path, c.start_line, c.end_line, c.lens, c.state, c.attempts,
-                    c.run_id, c.packet_id, c.reason, c.content_hash, now,
+                    audit_id,
+                    c.task_id,
+                    c.path,
+                    c.start_line,
+                    c.end_line,
+                    c.lens,
+                    c.state,
+                    c.attempts,
+                    c.run_id,
+                    c.packet_id,
+                    c.reason,
+                    c.content_hash,
+                    now,
                 )
                 for c in cells
             ],
@@ -50,18 +61,25 @@ class CellQueries(Queries):
         The (unit, lens) pairs are expanded inside SQLite: on large repositories this is several times
         faster than building and binding one row per cell. Returns how many cells were inserted.
         """
-        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS matrix_units (seq INTEGER PRIMARY KEY, path TEXT,"
-                          " start_line INTEGER, end_line INTEGER, content_hash TEXT, lens_set INTEGER)")
-        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS matrix_lenses (lens_set INTEGER, ord INTEGER, lens TEXT,"
-                          " PRIMARY KEY (lens_set, ord))")
+        self.conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS matrix_units (seq INTEGER PRIMARY KEY, path TEXT,"
+            " start_line INTEGER, end_line INTEGER, content_hash TEXT, lens_set INTEGER)"
+        )
+        self.conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS matrix_lenses (lens_set INTEGER, ord INTEGER, lens TEXT,"
+            " PRIMARY KEY (lens_set, ord))"
+        )
         try:
             self.conn.execute("DELETE FROM matrix_units")
             self.conn.execute("DELETE FROM matrix_lenses")
-            self.conn.executemany("INSERT INTO matrix_units (path, start_line, end_line, content_hash, lens_set)"
-                                  " VALUES (?, ?, ?, ?, ?)", matrix.units)
-            self.conn.executemany("INSERT INTO matrix_lenses (lens_set, ord, lens) VALUES (?, ?, ?)",
-                                  [(i, n, lens) for i, lenses in enumerate(matrix.lens_sets)
-                                   for n, lens in enumerate(lenses)])
+            self.conn.executemany(
+                "INSERT INTO matrix_units (path, start_line, end_line, content_hash, lens_set) VALUES (?, ?, ?, ?, ?)",
+                matrix.units,
+            )
+            self.conn.executemany(
+                "INSERT INTO matrix_lenses (lens_set, ord, lens) VALUES (?, ?, ?)",
+                [(i, n, lens) for i, lenses in enumerate(matrix.lens_sets) for n, lens in enumerate(lenses)],
+            )
             cursor = self.conn.execute(
                 "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts, run_id,"
                 " packet_id, reason, content_hash, updated_at)"
@@ -75,14 +93,17 @@ class CellQueries(Queries):
             self.conn.execute("DELETE FROM matrix_units")
             self.conn.execute("DELETE FROM matrix_lenses")
 
-    def carry_cells(self, audit_id: int, carried: Iterable[tuple[str, str, str | None, str | None, str]],
-                    now: str) -> None:
+    def carry_cells(
+        self, audit_id: int, carried: Iterable[tuple[str, str, str | None, str | None, str]], now: str
+    ) -> None:
         """Set cells (task id, state, run id, packet id, reason) carried over from an earlier audit."""
         self.conn.executemany(
             "UPDATE cells SET state = ?, run_id = ?, packet_id = ?, reason = ?, updated_at = ?"
             " WHERE audit_id = ? AND task_id = ?",
-            [(state, run_id, packet_id, reason, now, audit_id, task_id)
-             for task_id, state, run_id, packet_id, reason in carried],
+            [
+                (state, run_id, packet_id, reason, now, audit_id, task_id)
+                for task_id, state, run_id, packet_id, reason in carried
+            ],
         )
 
     def cells(self, audit_id: int, states: Sequence[str] | None = None) -> list[Cell]:
@@ -169,9 +190,7 @@ class CellQueries(Queries):
         )
 
     def cell_counts(self, audit_id: int) -> dict[str, int]:
-        rows = self.conn.execute(
-            "SELECT state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY state", (audit_id,)
-        )
+        rows = self.conn.execute("SELECT state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY state", (audit_id,))
         return {r[0]: r[1] for r in rows}
 
     def cell_counts_by_lens(self, audit_id: int) -> dict[str, dict[str, int]]:

@@ -39,8 +39,11 @@ class FindingQueries(Queries):
         for r in rows:
             item = json.loads(r["payload"])
             item.update(
-                finding_id=r["finding_id"], run_id=r["run_id"], packet_id=r["packet_id"],
-                task_id=r["task_id"], lens=r["lens"],
+                finding_id=r["finding_id"],
+                run_id=r["run_id"],
+                packet_id=r["packet_id"],
+                task_id=r["task_id"],
+                lens=r["lens"],
             )
             out.append(item)
         return out
@@ -78,8 +81,9 @@ class FindingQueries(Queries):
         return [lead_from_json(json.loads(r[0])) for r in rows]
 
     def assign_leads(self, packet_id: str, lead_ids: Iterable[str]) -> None:
-        self.conn.executemany("INSERT INTO packet_leads (packet_id, lead_id) VALUES (?, ?)",
-                              [(packet_id, x) for x in lead_ids])
+        self.conn.executemany(
+            "INSERT INTO packet_leads (packet_id, lead_id) VALUES (?, ?)", [(packet_id, x) for x in lead_ids]
+        )
 
     def insert_verdict(self, audit_id: int, verdict: Verdict) -> None:
         self.conn.execute(

@@ -26,8 +26,10 @@ class KeyedDocuments:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = connect(self.path)
         try:
-            conn.execute("CREATE TABLE IF NOT EXISTS learned (key TEXT PRIMARY KEY, state TEXT NOT NULL, "
-                         "updated_at TEXT NOT NULL)")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS learned (key TEXT PRIMARY KEY, state TEXT NOT NULL, "
+                "updated_at TEXT NOT NULL)"
+            )
             yield conn
         finally:
             conn.close()
@@ -46,9 +48,11 @@ class KeyedDocuments:
             try:
                 row = conn.execute("SELECT state FROM learned WHERE key = ?", (key,)).fetchone()
                 new = change(None if row is None else str(row[0]))
-                conn.execute("INSERT INTO learned (key, state, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO "
-                             "UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
-                             (key, new, now))
+                conn.execute(
+                    "INSERT INTO learned (key, state, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO "
+                    "UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+                    (key, new, now),
+                )
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")

@@ -18,8 +18,7 @@ class LedgerQueries(Queries):
 
     def ledger(self, audit_id: int, limit: int = 50) -> list[dict[str, Any]]:
         rows = self.conn.execute(
-            "SELECT at, actor, action, detail, outcome FROM ledger WHERE audit_id = ?"
-            " ORDER BY entry_id DESC LIMIT ?",
+            "SELECT at, actor, action, detail, outcome FROM ledger WHERE audit_id = ? ORDER BY entry_id DESC LIMIT ?",
             (audit_id, limit),
         )
         return [dict(r) for r in rows]

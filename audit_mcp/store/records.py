@@ -104,7 +104,6 @@ class PacketRow:
     prompt_path: str
 
 
-
 @dataclass(frozen=True)
 class Lead:
     """An analyzer's alert, imported as a place for a reviewer to check (not a finding)."""
@@ -121,14 +120,33 @@ class Lead:
     help_uri: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"lead_id": self.lead_id, "tool": self.tool, "rule_id": self.rule_id, "file": self.path,
-                "start_line": self.start_line, "end_line": self.end_line, "level": self.level,
-                "message": self.message, "cwes": list(self.cwes), "help_uri": self.help_uri}
+        return {
+            "lead_id": self.lead_id,
+            "tool": self.tool,
+            "rule_id": self.rule_id,
+            "file": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "level": self.level,
+            "message": self.message,
+            "cwes": list(self.cwes),
+            "help_uri": self.help_uri,
+        }
 
 
 def lead_from_json(doc: Mapping[str, Any]) -> Lead:
-    return Lead(doc["lead_id"], doc["tool"], doc["rule_id"], doc["file"], doc["start_line"], doc["end_line"],
-                doc["level"], doc["message"], tuple(doc.get("cwes", ())), doc.get("help_uri"))
+    return Lead(
+        doc["lead_id"],
+        doc["tool"],
+        doc["rule_id"],
+        doc["file"],
+        doc["start_line"],
+        doc["end_line"],
+        doc["level"],
+        doc["message"],
+        tuple(doc.get("cwes", ())),
+        doc.get("help_uri"),
+    )
 
 
 @dataclass(frozen=True)

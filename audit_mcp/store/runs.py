@@ -46,8 +46,15 @@ class RunQueries(Queries):
             "INSERT INTO runs (run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size, plan)"
             " VALUES (?,?,?,?,?,?,?,?,?)",
             (
-                run.run_id, run.audit_id, run.seq, run.kind, run.state, run.created_at, run.merged_at,
-                run.wave_size, json.dumps(run.plan, sort_keys=True),
+                run.run_id,
+                run.audit_id,
+                run.seq,
+                run.kind,
+                run.state,
+                run.created_at,
+                run.merged_at,
+                run.wave_size,
+                json.dumps(run.plan, sort_keys=True),
             ),
         )
 
@@ -59,8 +66,15 @@ class RunQueries(Queries):
             "INSERT INTO packets (packet_id, run_id, audit_id, seq, state, estimated_tokens, model_tier,"
             " tier_reason, prompt_path) VALUES (?,?,?,?,?,?,?,?,?)",
             (
-                packet.packet_id, packet.run_id, audit_id, packet.seq, packet.state, packet.estimated_tokens,
-                packet.model_tier, packet.tier_reason, packet.prompt_path,
+                packet.packet_id,
+                packet.run_id,
+                audit_id,
+                packet.seq,
+                packet.state,
+                packet.estimated_tokens,
+                packet.model_tier,
+                packet.tier_reason,
+                packet.prompt_path,
             ),
         )
         self.conn.executemany(
@@ -119,16 +133,12 @@ class RunQueries(Queries):
         return sorted(found)
 
     def packet_task_ids(self, packet_id: str) -> list[str]:
-        rows = self.conn.execute(
-            "SELECT task_id FROM packet_tasks WHERE packet_id = ? ORDER BY task_id", (packet_id,)
-        )
+        rows = self.conn.execute("SELECT task_id FROM packet_tasks WHERE packet_id = ? ORDER BY task_id", (packet_id,))
         return [r[0] for r in rows]
 
     # submissions, findings, failures ---------------------------------------------
     def submission(self, packet_id: str) -> tuple[str, dict[str, Any]] | None:
-        row = self.conn.execute(
-            "SELECT digest, payload FROM submissions WHERE packet_id = ?", (packet_id,)
-        ).fetchone()
+        row = self.conn.execute("SELECT digest, payload FROM submissions WHERE packet_id = ?", (packet_id,)).fetchone()
         return None if row is None else (row[0], json.loads(row[1]))
 
     def put_submission(self, packet_id: str, run_id: str, digest: str, payload: dict[str, Any], now: str) -> None:

@@ -94,4 +94,3 @@ class Store:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             conn.close()
-

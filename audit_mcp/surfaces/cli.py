@@ -33,14 +33,18 @@ def _bool(text: str) -> bool:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", type=Path, default=None, help="repository to audit (default: the current directory)")
-    parser.add_argument("--artifacts-dir", type=Path, default=None,
-                        help="where state and reports live (default: <root>/.audit-mcp)")
+    parser.add_argument(
+        "--artifacts-dir", type=Path, default=None, help="where state and reports live (default: <root>/.audit-mcp)"
+    )
     parser.add_argument("--config", type=Path, default=None, help="session config (default: <root>/.audit-mcp.toml)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="audit-mcp", description="A complete, provable code audit, run through "
-                                     "your coding agent. JSON on stdout; messages on stderr.")
+    parser = argparse.ArgumentParser(
+        prog="audit-mcp",
+        description="A complete, provable code audit, run through "
+        "your coding agent. JSON on stdout; messages on stderr.",
+    )
     parser.add_argument("--version", action="version", version=f"audit-mcp {__version__}")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
@@ -49,12 +53,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1, loopback)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
-    p.add_argument("--allowed-host", action="append", default=[],
-                   help="Host header to accept when bound off loopback (repeatable; required there)")
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        help="Host header to accept when bound off loopback (repeatable; required there)",
+    )
     p.add_argument("--allowed-origin", action="append", default=[], help="Origin to accept (repeatable)")
-    p.add_argument("--token", default=None,
-                   help="require 'Authorization: Bearer TOKEN' on every HTTP request (default: $AUDIT_MCP_TOKEN; "
-                        "prefer the variable, a flag shows in the process list)")
+    p.add_argument(
+        "--token",
+        default=None,
+        help="require 'Authorization: Bearer TOKEN' on every HTTP request (default: $AUDIT_MCP_TOKEN; "
+        "prefer the variable, a flag shows in the process list)",
+    )
 
     p = sub.add_parser("next-step", help="advance the audit and print the step to do next")
     _common(p)
@@ -65,24 +76,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host-model", metavar="MODEL")
     p.add_argument("--new-audit", action="store_true", help="start a fresh audit after a finished one")
     p.add_argument("--retry-blocked", action="store_true", help="clear a blocker whose cause is fixed")
-    p.add_argument("--analyzer-sarif", action="append", type=Path, default=[], metavar="FILE",
-                   help="SARIF of a static analyzer whose alerts become leads for the reviewers (repeatable; "
-                        "read when an audit starts)")
-    p.add_argument("--since", metavar="REF",
-                   help="audit only files changed since this git ref (for an audit that starts now)")
+    p.add_argument(
+        "--analyzer-sarif",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="SARIF of a static analyzer whose alerts become leads for the reviewers (repeatable; "
+        "read when an audit starts)",
+    )
+    p.add_argument(
+        "--since", metavar="REF", help="audit only files changed since this git ref (for an audit that starts now)"
+    )
 
     p = sub.add_parser("submit-packet", help="submit one packet's results (exit 2 when refused)")
     _common(p)
     p.add_argument("--run-id", required=True)
     p.add_argument("--packet-id", required=True)
-    p.add_argument("--results", required=True, metavar="FILE",
-                   help="JSON file with the results array (or {results, usage}); '-' reads stdin")
+    p.add_argument(
+        "--results",
+        required=True,
+        metavar="FILE",
+        help="JSON file with the results array (or {results, usage}); '-' reads stdin",
+    )
 
     p = sub.add_parser("merge-and-ingest", help="merge a finished run into the coverage matrix")
     _common(p)
     p.add_argument("--run-id", required=True)
-    p.add_argument("--failures", metavar="FILE",
-                   help="JSON file: [{packet_id, error}] for packets whose subagent failed; '-' reads stdin")
+    p.add_argument(
+        "--failures",
+        metavar="FILE",
+        help="JSON file: [{packet_id, error}] for packets whose subagent failed; '-' reads stdin",
+    )
 
     p = sub.add_parser("quota", help="resolved model limits, learned rate-limit state, the wave schedule")
     _common(p)
@@ -96,18 +121,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="print the audit report")
     _common(p)
-    p.add_argument("--format", choices=("md", "json", "sarif"), default="md",
-                   help="md for people, json for tools, sarif (2.1.0) for code-scanning tools")
+    p.add_argument(
+        "--format",
+        choices=("md", "json", "sarif"),
+        default="md",
+        help="md for people, json for tools, sarif (2.1.0) for code-scanning tools",
+    )
 
     p = sub.add_parser("run", help="headless audit: launch a worker command per packet until the report is written")
     _common(p)
-    p.add_argument("--worker", required=True, metavar="TEMPLATE",
-                   help="shell command per packet; {prompt_path} {run_id} {packet_id} {root} {dispatch_plan} are "
-                        "filled in (quoted) and also set as AUDIT_MCP_* environment variables")
+    p.add_argument(
+        "--worker",
+        required=True,
+        metavar="TEMPLATE",
+        help="shell command per packet; {prompt_path} {run_id} {packet_id} {root} {dispatch_plan} are "
+        "filled in (quoted) and also set as AUDIT_MCP_* environment variables",
+    )
     p.add_argument("--max-workers", type=int, default=4, help="most workers at once (default 4)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds before a worker is killed (default 1800)")
-    p.add_argument("--max-wait", type=float, default=900.0,
-                   help="longest rate-limit cooldown to wait out before stopping to resume later (default 900)")
+    p.add_argument(
+        "--max-wait",
+        type=float,
+        default=900.0,
+        help="longest rate-limit cooldown to wait out before stopping to resume later (default 900)",
+    )
     p.add_argument("--host-model", metavar="MODEL", help="the workers' model, for limits and packet sizes")
 
     p = sub.add_parser("demo", help="audit the bundled fixture with a scripted reviewer, in seconds")
@@ -150,20 +187,33 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError:
         loopback = args.host == "localhost"
     if loopback:
-        hosts = [f"{args.host}:{args.port}", f"localhost:{args.port}", f"127.0.0.1:{args.port}", args.host,
-                 "localhost", "127.0.0.1", *args.allowed_host]
+        hosts = [
+            f"{args.host}:{args.port}",
+            f"localhost:{args.port}",
+            f"127.0.0.1:{args.port}",
+            args.host,
+            "localhost",
+            "127.0.0.1",
+            *args.allowed_host,
+        ]
     elif not args.allowed_host:
-        raise ConfigError(f"binding to {args.host} exposes the server beyond this machine; pass --allowed-host "
-                          "with every Host header clients will use (and --allowed-origin for browsers)")
+        raise ConfigError(
+            f"binding to {args.host} exposes the server beyond this machine; pass --allowed-host "
+            "with every Host header clients will use (and --allowed-origin for browsers)"
+        )
     else:
         hosts = list(args.allowed_host)
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                         allowed_origins=list(args.allowed_origin))
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=list(args.allowed_origin)
+    )
     token = args.token or os.environ.get(TOKEN_ENV) or None
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise ConfigError(f"the bearer token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random ones")
-    print(f"audit-mcp: serving streamable HTTP on http://{args.host}:{args.port}/mcp"
-          f"{' (bearer token required)' if token else ''}", file=sys.stderr)
+    print(
+        f"audit-mcp: serving streamable HTTP on http://{args.host}:{args.port}/mcp"
+        f"{' (bearer token required)' if token else ''}",
+        file=sys.stderr,
+    )
     if token is None:
         server.run("streamable-http", host=args.host, port=args.port, transport_security=security)
         return EXIT_OK
@@ -177,15 +227,22 @@ def _serve(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from audit_mcp.surfaces.demo import REVIEWER_LABEL, run_demo
 
-    print("audit-mcp demo: a whole audit of the bundled fixture. The reviews are SCRIPTED: they show the "
-          "orchestration, not a model's judgement.", flush=True)
+    print(
+        "audit-mcp demo: a whole audit of the bundled fixture. The reviews are SCRIPTED: they show the "
+        "orchestration, not a model's judgement.",
+        flush=True,
+    )
     result = run_demo(args.dir, lambda line: print(line, flush=True))
-    print(f"done: {result.runs} run(s), {result.packets} packet(s), {result.findings} finding(s) from the "
-          f"{REVIEWER_LABEL}; completeness {result.completeness}")
+    print(
+        f"done: {result.runs} run(s), {result.packets} packet(s), {result.findings} finding(s) from the "
+        f"{REVIEWER_LABEL}; completeness {result.completeness}"
+    )
     print(f"report: {result.report_path}")
     print(f"report (JSON): {result.report_json_path}")
-    print("next: add the server to your coding agent (README: Adding the server to a host), or run a headless "
-          "audit with `audit-mcp run --root REPO --worker '...'`")
+    print(
+        "next: add the server to your coding agent (README: Adding the server to a host), or run a headless "
+        "audit with `audit-mcp run --root REPO --worker '...'`"
+    )
     return EXIT_OK
 
 
@@ -194,9 +251,15 @@ def _headless(args: argparse.Namespace) -> int:
 
     interrupt_on_sigterm()
     service = AuditService(args.root or Path.cwd(), args.artifacts_dir, config_path=args.config)
-    runner = HeadlessRunner(service, args.worker, max_workers=args.max_workers, timeout=args.timeout,
-                            max_wait=args.max_wait, model=args.host_model,
-                            say=lambda line: print(f"audit-mcp: {line}", file=sys.stderr, flush=True))
+    runner = HeadlessRunner(
+        service,
+        args.worker,
+        max_workers=args.max_workers,
+        timeout=args.timeout,
+        max_wait=args.max_wait,
+        model=args.host_model,
+        say=lambda line: print(f"audit-mcp: {line}", file=sys.stderr, flush=True),
+    )
     result = runner.run()
     print_result(result, sys.stdout)
     print(f"audit-mcp: {result.outcome}: {result.message}", file=sys.stderr)
@@ -243,8 +306,10 @@ def run(argv: Sequence[str] | None = None) -> int:
             receipt = service.submit_packet(args.run_id, args.packet_id, results, usage)
             _emit(receipt)
             if not receipt.accepted:
-                print(f"audit-mcp: submission refused with {len(receipt.errors)} error(s); fix them and submit "
-                      "again", file=sys.stderr)
+                print(
+                    f"audit-mcp: submission refused with {len(receipt.errors)} error(s); fix them and submit again",
+                    file=sys.stderr,
+                )
                 return EXIT_REFUSED
             return EXIT_OK
         case "merge-and-ingest":

@@ -22,8 +22,19 @@ from audit_mcp.usecases.service import AuditService
 
 FIXTURE_NAME = "planted_app"
 REVIEWER_LABEL = "scripted reviewer (replays the fixture's answer key; no model judged this code)"
-_FINDING_FIELDS = ("title", "severity", "confidence", "category", "file", "start_line", "end_line", "evidence",
-                   "description", "recommendation", "symbol")
+_FINDING_FIELDS = (
+    "title",
+    "severity",
+    "confidence",
+    "category",
+    "file",
+    "start_line",
+    "end_line",
+    "evidence",
+    "description",
+    "recommendation",
+    "symbol",
+)
 
 Say = Callable[[str], None]
 
@@ -39,7 +50,8 @@ def fixtures_dir() -> Path:
 
 
 def answer_key() -> dict[str, Any]:
-    return json.loads((fixtures_dir() / f"{FIXTURE_NAME}.answer-key.json").read_text(encoding="utf-8"))
+    key: dict[str, Any] = json.loads((fixtures_dir() / f"{FIXTURE_NAME}.answer-key.json").read_text(encoding="utf-8"))
+    return key
 
 
 class AnswerKeyReviewer:
@@ -54,16 +66,19 @@ class AnswerKeyReviewer:
             findings = [
                 {k: issue[k] for k in _FINDING_FIELDS if k in issue}
                 for issue in self.issues
-                if issue["file"] == task["file"] and issue["lens"] == task["lens"]
+                if issue["file"] == task["file"]
+                and issue["lens"] == task["lens"]
                 and task["start_line"] <= issue["start_line"] <= task["end_line"]
             ]
-            out.append({
-                "task_id": task["task_id"],
-                "status": "reviewed",
-                "summary": f"Scripted: {task['file']} lines {task['start_line']}-{task['end_line']} under the "
-                           f"{task['lens']} lens; reported the answer key's planted defects there.",
-                "findings": findings,
-            })
+            out.append(
+                {
+                    "task_id": task["task_id"],
+                    "status": "reviewed",
+                    "summary": f"Scripted: {task['file']} lines {task['start_line']}-{task['end_line']} under the "
+                    f"{task['lens']} lens; reported the answer key's planted defects there.",
+                    "findings": findings,
+                }
+            )
         return out
 
 
@@ -104,17 +119,25 @@ def run_demo(into: Path | None, say: Say, *, max_runs: int = 10) -> DemoResult:
         for packet in plan["packets"]:
             receipt = service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet))
             if not receipt.accepted:
-                raise ConfigError(f"the scripted review of {packet['packet_id']} was refused: "
-                                  f"{receipt.errors[0].message}")
+                raise ConfigError(
+                    f"the scripted review of {packet['packet_id']} was refused: {receipt.errors[0].message}"
+                )
             packets += 1
-            say(f"  {packet['packet_id']}: {len(packet['tasks'])} task(s), {receipt.findings_kept} finding(s), "
-                "accepted")
+            say(
+                f"  {packet['packet_id']}: {len(packet['tasks'])} task(s), {receipt.findings_kept} finding(s), accepted"
+            )
         summary = service.merge_and_ingest(plan["run_id"])
         say(f"  merged: {summary.tasks_covered} task(s) covered, completeness {summary.completeness}")
         step = service.next_step(client_name="audit-mcp-demo")
     if step.step_kind != "present_report":
         raise ConfigError(f"the demo stopped at a {step.step_kind} step: {step.reason}")
     report = json.loads(service.report("json"))
-    return DemoResult(root=root, report_path=service.report_md_path, report_json_path=service.report_json_path,
-                      completeness=report["completeness"], runs=runs, packets=packets,
-                      findings=len(report["findings"]))
+    return DemoResult(
+        root=root,
+        report_path=service.report_md_path,
+        report_json_path=service.report_json_path,
+        completeness=report["completeness"],
+        runs=runs,
+        packets=packets,
+        findings=len(report["findings"]),
+    )

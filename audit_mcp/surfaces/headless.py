@@ -108,16 +108,21 @@ class HeadlessRunner:
         self.env = dict(os.environ if env is None else env)
 
     def run(self) -> HeadlessResult:
-        caps: dict[str, Any] = {"can_dispatch_subagents": True, "max_active_subagents": self.max_workers,
-                                "model": self.model}
+        caps: dict[str, Any] = {
+            "can_dispatch_subagents": True,
+            "max_active_subagents": self.max_workers,
+            "model": self.model,
+        }
         step = self.service.next_step(caps, client_name=CLIENT_NAME)
         result = HeadlessResult(EXIT_PARTIAL, "partial", "", step)
         while step.step_kind in ("dispatch_review", "single_task_fallback") and step.run_id:
             plan = json.loads(self.service.plan_path(step.run_id).read_text(encoding="utf-8"))
             wait = self._cooldown_seconds(plan)
             if wait > self.max_wait:
-                result.message = (f"rate-limited: the scheduler's cooldown ends in {wait:.0f}s, past --max-wait "
-                                  f"{self.max_wait:.0f}s; run the same command again later to resume")
+                result.message = (
+                    f"rate-limited: the scheduler's cooldown ends in {wait:.0f}s, past --max-wait "
+                    f"{self.max_wait:.0f}s; run the same command again later to resume"
+                )
                 result.step = step
                 return result
             if wait > 0:
@@ -127,9 +132,12 @@ class HeadlessRunner:
             failures = self._run_packets(step.run_id, plan)
             result.failures.update(failures)
             summary = self.service.merge_and_ingest(
-                step.run_id, [{"packet_id": p, "error": e} for p, e in failures.items()], actor="headless")
-            self.say(f"run {step.run_id} merged: {summary.tasks_covered} task(s) covered, {summary.packets_failed} "
-                     f"packet(s) failed, completeness {summary.completeness}")
+                step.run_id, [{"packet_id": p, "error": e} for p, e in failures.items()], actor="headless"
+            )
+            self.say(
+                f"run {step.run_id} merged: {summary.tasks_covered} task(s) covered, {summary.packets_failed} "
+                f"packet(s) failed, completeness {summary.completeness}"
+            )
             step = self.service.next_step(caps, client_name=CLIENT_NAME)
         result.step = step
         if step.step_kind == "present_report":
@@ -138,8 +146,11 @@ class HeadlessRunner:
             complete = step.completeness == "complete"
             result.exit_code = EXIT_COMPLETE if complete else EXIT_PARTIAL
             result.outcome = "complete" if complete else "partial"
-            result.message = ("every task was reviewed" if complete else
-                              "some tasks could not be reviewed; the report names every gap")
+            result.message = (
+                "every task was reviewed"
+                if complete
+                else "some tasks could not be reviewed; the report names every gap"
+            )
         elif step.step_kind == "blocked":
             result.exit_code, result.outcome, result.message = EXIT_BLOCKED, "blocked", step.reason
         else:
@@ -206,8 +217,13 @@ class HeadlessRunner:
         return failures
 
     def _launch(self, run_id: str, packet: Mapping[str, Any]) -> _Worker:
-        values = {"prompt_path": str(packet["prompt_path"]), "run_id": run_id, "packet_id": packet["packet_id"],
-                  "root": str(self.service.root), "dispatch_plan": str(self.service.plan_path(run_id))}
+        values = {
+            "prompt_path": str(packet["prompt_path"]),
+            "run_id": run_id,
+            "packet_id": packet["packet_id"],
+            "root": str(self.service.root),
+            "dispatch_plan": str(self.service.plan_path(run_id)),
+        }
         logs = self.service.run_dir(run_id) / "workers"
         logs.mkdir(parents=True, exist_ok=True)
         out_path, err_path = logs / f"{packet['packet_id']}.stdout", logs / f"{packet['packet_id']}.stderr"
@@ -219,8 +235,13 @@ class HeadlessRunner:
         err.flush()
         # The template is the operator's own command line (from --worker), so it runs through the shell.
         process = subprocess.Popen(
-            fill_template(self.template, values), shell=True, cwd=self.service.root, stdin=subprocess.DEVNULL,
-            stdout=out, stderr=err, env=worker_env(values, self.service.artifacts_dir, self.env),
+            fill_template(self.template, values),
+            shell=True,
+            cwd=self.service.root,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=worker_env(values, self.service.artifacts_dir, self.env),
             start_new_session=True,
         )
         self.say(f"  {packet['packet_id']}: worker started ({len(packet['tasks'])} task(s))")
@@ -286,9 +307,14 @@ def interrupt_on_sigterm() -> None:
 
 
 def print_result(result: HeadlessResult, out: TextIO) -> None:
-    doc = {"outcome": result.outcome, "exit_code": result.exit_code, "message": result.message,
-           "runs": result.runs, "failed_packets": result.failures,
-           "report": str(result.report_path) if result.report_path else None,
-           "report_json": str(result.report_json_path) if result.report_json_path else None,
-           "step_kind": result.step.step_kind if result.step else None}
+    doc = {
+        "outcome": result.outcome,
+        "exit_code": result.exit_code,
+        "message": result.message,
+        "runs": result.runs,
+        "failed_packets": result.failures,
+        "report": str(result.report_path) if result.report_path else None,
+        "report_json": str(result.report_json_path) if result.report_json_path else None,
+        "step_kind": result.step.step_kind if result.step else None,
+    }
     out.write(json.dumps(doc, indent=2) + "\n")

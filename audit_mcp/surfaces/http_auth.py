@@ -37,9 +37,22 @@ class BearerToken:
         if hmac.compare_digest(given, self._expected):
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"error": "unauthorized", "error_description": "send Authorization: Bearer <token>, "
-                           f"the token the server was started with (--token or {TOKEN_ENV})"}).encode()
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="audit-mcp"'),
-            (b"content-length", str(len(body)).encode())]})
+        body = json.dumps(
+            {
+                "error": "unauthorized",
+                "error_description": "send Authorization: Bearer <token>, "
+                f"the token the server was started with (--token or {TOKEN_ENV})",
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Bearer realm="audit-mcp"'),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

@@ -40,8 +40,9 @@ INSTRUCTIONS = (
 class Registry:
     """The services of the roots this server has seen; the default root comes first."""
 
-    def __init__(self, root: Path | None, artifacts_dir: Path | None, config_path: Path | None,
-                 clock: Clock | None) -> None:
+    def __init__(
+        self, root: Path | None, artifacts_dir: Path | None, config_path: Path | None, clock: Clock | None
+    ) -> None:
         self._default_root = root
         self._artifacts_dir = artifacts_dir
         self._config_path = config_path
@@ -58,8 +59,7 @@ class Registry:
                 # An explicit artifacts directory belongs to the default root; other roots use their own.
                 default = (self._default_root or Path.cwd()).resolve()
                 artifacts = self._artifacts_dir if key == default else None
-                self._services[key] = AuditService(key, artifacts, config_path=self._config_path,
-                                                   clock=self._clock)
+                self._services[key] = AuditService(key, artifacts, config_path=self._config_path, clock=self._clock)
             return self._services[key]
 
     def for_run(self, run_id: str) -> AuditService:
@@ -94,7 +94,8 @@ def _reporter(ctx: Context) -> Progress:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await ctx.request_context.session.send_log_message(
-                    level="info", data=message, logger="audit-mcp", related_request_id=ctx.request_id)
+                    level="info", data=message, logger="audit-mcp", related_request_id=ctx.request_id
+                )
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the client went away; progress is best effort, the work goes on
 
@@ -172,9 +173,18 @@ def build_server(
             raise ToolError("host_max_active_subagents must be between 1 and 64")
         progress = _reporter(ctx)
         client = _client_name(ctx)
-        return await anyio.to_thread.run_sync(lambda: _call(lambda: service.next_step(
-            caps, client_name=client, new_audit=new_audit, retry_blocked=retry_blocked, progress=progress,
-            since=since)))
+        return await anyio.to_thread.run_sync(
+            lambda: _call(
+                lambda: service.next_step(
+                    caps,
+                    client_name=client,
+                    new_audit=new_audit,
+                    retry_blocked=retry_blocked,
+                    progress=progress,
+                    since=since,
+                )
+            )
+        )
 
     @server.tool(
         title="Submit a review packet",
@@ -203,8 +213,7 @@ def build_server(
         title="Merge a review run",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
-    async def merge_and_ingest(ctx: Context, run_id: str, failures: list[dict[str, str]] | None = None
-                               ) -> MergeSummary:
+    async def merge_and_ingest(ctx: Context, run_id: str, failures: list[dict[str, str]] | None = None) -> MergeSummary:
         """Fold a run's accepted submissions into the coverage matrix, once every wave has finished.
 
         `failures` lists the packets whose subagent failed: [{"packet_id": ..., "error": "<the error text
@@ -212,15 +221,17 @@ def build_server(
         to the retry budget; rate-limit errors set a cooldown. Call next_step afterwards.
         """
         progress = _reporter(ctx)
-        return await anyio.to_thread.run_sync(lambda: _call(
-            lambda: registry.for_run(run_id).merge_and_ingest(run_id, failures or [], progress=progress)))
+        return await anyio.to_thread.run_sync(
+            lambda: _call(lambda: registry.for_run(run_id).merge_and_ingest(run_id, failures or [], progress=progress))
+        )
 
     @server.tool(
         title="Quota and wave schedule",
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
-    def quota_status(root: str | None = None, host_model: str | None = None,
-                     provider: str | None = None) -> QuotaStatus:
+    def quota_status(
+        root: str | None = None, host_model: str | None = None, provider: str | None = None
+    ) -> QuotaStatus:
         """The model's resolved limits (each with source and confidence), what was learned from rate-limit
         errors (max_safe_concurrency, cooldown, last 429), the wave schedule the server would give now, a
         forecast of the work still open, and where the learned state lives."""
@@ -257,12 +268,14 @@ def build_server(
         """A run's dispatch plan: wave size, cooldown, packets with prompts and tasks."""
         return read_text(registry.for_run(run_id).plan_path(run_id), f"the dispatch plan of run {run_id}")
 
-    @server.resource("audit://runs/{run_id}/packets/{packet_id}/prompt", mime_type="text/markdown",
-                     title="Packet prompt")
+    @server.resource(
+        "audit://runs/{run_id}/packets/{packet_id}/prompt", mime_type="text/markdown", title="Packet prompt"
+    )
     def packet_prompt(run_id: str, packet_id: str) -> str:
         """The prompt a review subagent follows for one packet."""
-        return read_text(registry.for_run(run_id).packet_prompt_path(run_id, packet_id),
-                         f"packet {packet_id} of run {run_id}")
+        return read_text(
+            registry.for_run(run_id).packet_prompt_path(run_id, packet_id), f"packet {packet_id} of run {run_id}"
+        )
 
     @server.resource("audit://report", mime_type="text/markdown", title="Audit report")
     def report() -> str:
@@ -293,22 +306,30 @@ def build_server(
     def start_audit(root: str = "") -> str:
         """Audit a repository from start to report with the next_step loop."""
         target = root or str(registry.get(None).root)
-        return render_prompt("mcp/start_audit.md", root=target,
-                      root_argument=f" with `root` = `{root}`" if root else "")
+        return render_prompt(
+            "mcp/start_audit.md", root=target, root_argument=f" with `root` = `{root}`" if root else ""
+        )
 
     @server.prompt(title="Resume an audit")
     def resume_audit(root: str = "") -> str:
         """Continue an interrupted audit: only the work still missing, then the report."""
         target = root or str(registry.get(None).root)
-        return render_prompt("mcp/resume_audit.md", root=target,
-                      root_argument=f" with `root` = `{root}`" if root else "")
+        return render_prompt(
+            "mcp/resume_audit.md", root=target, root_argument=f" with `root` = `{root}`" if root else ""
+        )
 
     @server.prompt(title="Show the audit report")
     def show_report(root: str = "") -> str:
         """Present the audit report: work blocks, findings, coverage and gaps."""
         target = root or str(registry.get(None).root)
-        note = (f" (the server reports on its current repository; call `audit_status` with `root` = `{root}` "
-                "if it names another)") if root else ""
+        note = (
+            (
+                f" (the server reports on its current repository; call `audit_status` with `root` = `{root}` "
+                "if it names another)"
+            )
+            if root
+            else ""
+        )
         return render_prompt("mcp/show_report.md", root=target, root_note=note)
 
     return server

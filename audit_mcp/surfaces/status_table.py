@@ -26,33 +26,46 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
 
 def render_status(view: StatusView) -> str:
     if view.audit_id is None:
-        return (f"audit-mcp status: {view.repo_root}\n\nNo audit has started here yet. Start one with "
-                "`audit-mcp next-step`, `audit-mcp run`, or your host's start_audit prompt.\n")
-    lines = [f"audit-mcp status: {view.repo_root}",
-             f"audit {view.audit_id}, completeness: {view.completeness}"]
+        return (
+            f"audit-mcp status: {view.repo_root}\n\nNo audit has started here yet. Start one with "
+            "`audit-mcp next-step`, `audit-mcp run`, or your host's start_audit prompt.\n"
+        )
+    lines = [f"audit-mcp status: {view.repo_root}", f"audit {view.audit_id}, completeness: {view.completeness}"]
     if view.blocker:
         lines.append(f"BLOCKED: {view.blocker}")
     lines += ["", "Coverage by lens (tasks)"]
-    rows = [[lens, *(counts.get(s, 0) for s in _STATES), sum(counts.values())]
-            for lens, counts in sorted(view.coverage_by_lens.items())]
+    rows = [
+        [lens, *(counts.get(s, 0) for s in _STATES), sum(counts.values())]
+        for lens, counts in sorted(view.coverage_by_lens.items())
+    ]
     rows.append(["all", *(view.coverage.get(s, 0) for s in _STATES), sum(view.coverage.get(s, 0) for s in _STATES)])
     lines += _table(["lens", *(_HEADINGS.get(s, s) for s in _STATES), "total"], rows)
     if view.skipped_files:
         lines.append(f"  ({view.skipped_files} file(s) skipped at intake; the report names them)")
     lines += ["", "Runs"]
     if view.runs:
-        lines += _table(["run", "kind", "state", "packets", "submitted", "waves"],
-                        [[r["run_id"], r["kind"], r["state"], r["packets"], r["submitted"],
-                          "+".join(str(w) for w in r["waves"]) or "-"]  # type: ignore[attr-defined]
-                         for r in view.runs])
+        lines += _table(
+            ["run", "kind", "state", "packets", "submitted", "waves"],
+            [
+                [
+                    r["run_id"],
+                    r["kind"],
+                    r["state"],
+                    r["packets"],
+                    r["submitted"],
+                    _waves(r["waves"]),
+                ]
+                for r in view.runs
+            ],
+        )
     else:
         lines.append("  none yet")
     total = sum(view.findings_by_severity.values())
-    lines += ["", f"Findings ({total})",
-              "  " + "  ".join(f"{sev} {n}" for sev, n in view.findings_by_severity.items())]
+    lines += ["", f"Findings ({total})", "  " + "  ".join(f"{sev} {n}" for sev, n in view.findings_by_severity.items())]
     lines += ["", f"Gaps ({view.gaps_total})"]
-    lines += [f"  {g['file']}:{g['lines']} [{g['lens']}] {g['state']}: {g['reason'] or ''}".rstrip()
-              for g in view.gaps] or ["  none"]
+    lines += [
+        f"  {g['file']}:{g['lines']} [{g['lens']}] {g['state']}: {g['reason'] or ''}".rstrip() for g in view.gaps
+    ] or ["  none"]
     if view.gaps_total > len(view.gaps):
         lines.append(f"  ... and {view.gaps_total - len(view.gaps)} more (the report names every gap)")
     lines += ["", "What remains"]
@@ -66,10 +79,17 @@ def _forecast(view: StatusView) -> list[str]:
     if f.get("open_run"):
         out.append(f"  run {f['open_run']}: {f['open_run_packets_outstanding']} packet(s) not yet submitted")
     if f.get("pending_cells"):
-        out.append(f"  {f['pending_cells']} task(s) waiting: about {f['next_run_packets']} packet(s) in waves "
-                   f"{f['next_run_waves']}, ~{f['estimated_tokens']} tokens")
+        out.append(
+            f"  {f['pending_cells']} task(s) waiting: about {f['next_run_packets']} packet(s) in waves "
+            f"{f['next_run_waves']}, ~{f['estimated_tokens']} tokens"
+        )
     if f.get("cooldown_until"):
         out.append(f"  rate-limit cooldown until {f['cooldown_until']}")
     if not out:
         out.append("  nothing: every task has an outcome" if view.completeness != "unknown" else "  unknown")
     return out
+
+
+def _waves(waves: object) -> str:
+    """A run's waves as ``4+4+2`` (``-`` before any)."""
+    return "+".join(str(w) for w in waves) if isinstance(waves, list) and waves else "-"

@@ -22,15 +22,18 @@ MAX_REQUEUED_LISTED = 50
 
 
 def merge_and_ingest(
-    ws: Workspace, run_id: str, failures: Sequence[Mapping[str, Any]] | None = None, *, actor: str = "host",
+    ws: Workspace,
+    run_id: str,
+    failures: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    actor: str = "host",
     progress: Progress | None = None,
 ) -> MergeSummary:
     """Merge a run once; a second call for the same run changes nothing and says so."""
     reported: dict[str, str] = {}
     for i, item in enumerate(failures or []):
         if not isinstance(item, Mapping) or not isinstance(item.get("packet_id"), str):
-            raise ConfigError(f"failures[{i}] must be an object with packet_id and error (the text the host "
-                              "saw)")
+            raise ConfigError(f"failures[{i}] must be an object with packet_id and error (the text the host saw)")
         text = item.get("error") or item.get("error_text") or item.get("message") or ""
         reported[item["packet_id"]] = clean_text(str(text)[:4000]) or "failed without an error text"
     if problem := id_problem("run_id", run_id):
@@ -48,39 +51,77 @@ def merge_and_ingest(
         packets = tx.packets(run_id)
         unknown = sorted(set(reported) - {p.packet_id for p in packets})
         if unknown:
-            raise ConfigError(f"failures name packet(s) {unknown} that are not in run {run_id}; its packets are "
-                              f"{', '.join(p.packet_id for p in packets)}")
+            raise ConfigError(
+                f"failures name packet(s) {unknown} that are not in run {run_id}; its packets are "
+                f"{', '.join(p.packet_id for p in packets)}"
+            )
         if run.state != "open":
             counts = tx.cell_counts(audit.audit_id)
-            return MergeSummary(run_id=run_id, already_merged=True, packets_merged=0, packets_failed=0,
-                                tasks_covered=0, tasks_requeued=0, tasks_failed=0, requeued=[],
-                                coverage=totals(counts), completeness=completeness(counts),
-                                next_action="This run was already merged; nothing changed. Call next_step.")
+            return MergeSummary(
+                run_id=run_id,
+                already_merged=True,
+                packets_merged=0,
+                packets_failed=0,
+                tasks_covered=0,
+                tasks_requeued=0,
+                tasks_failed=0,
+                requeued=[],
+                coverage=totals(counts),
+                completeness=completeness(counts),
+                next_action="This run was already merged; nothing changed. Call next_step.",
+            )
         submitted = tx.submitted_packet_ids(run_id)
-        failed = {p.packet_id: _failure(reported.get(p.packet_id, NOT_SUBMITTED)) for p in packets
-                  if p.packet_id not in submitted}
+        failed = {
+            p.packet_id: _failure(reported.get(p.packet_id, NOT_SUBMITTED))
+            for p in packets
+            if p.packet_id not in submitted
+        }
         outcome = ingest_run(tx, audit.audit_id, run, packets, failed, config.max_attempts, now)
-        usage = [(sub[1].get("usage") or {}, p.estimated_tokens) for p in packets
-                 if (sub := tx.submission(p.packet_id)) is not None]
-        taught = run_outcome(launched=len(packets), wave_size=run.wave_size, succeeded=outcome.merged,
-                             reported=reported, usage=usage, now=ws.clock())
+        usage = [
+            (sub[1].get("usage") or {}, p.estimated_tokens)
+            for p in packets
+            if (sub := tx.submission(p.packet_id)) is not None
+        ]
+        taught = run_outcome(
+            launched=len(packets),
+            wave_size=run.wave_size,
+            succeeded=outcome.merged,
+            reported=reported,
+            usage=usage,
+            now=ws.clock(),
+        )
         if taught.hard_stop:
-            tx.set_blocker(audit.audit_id, f"the model provider refused for a reason waiting cannot fix: "
-                           f"{taught.hard_stop[:400]}. Raise the spend cap or wait for the usage window to "
-                           "reset, then call next_step with retry_blocked=true.")
+            tx.set_blocker(
+                audit.audit_id,
+                f"the model provider refused for a reason waiting cannot fix: "
+                f"{taught.hard_stop[:400]}. Raise the spend cap or wait for the usage window to "
+                "reset, then call next_step with retry_blocked=true.",
+            )
         tx.finish_run(run_id, now)
         outcome.requeued += drift.apply(tx, audit.audit_id, config, changed, now)
         counts = tx.cell_counts(audit.audit_id)
-        tx.log(now=now, audit_id=audit.audit_id, actor=actor, action="merge_and_ingest",
-               detail=f"run {run_id}: {outcome.merged} merged, {outcome.failed} failed, {outcome.covered} "
-                      f"task(s) covered, {len(outcome.requeued)} requeued", outcome="ok")
+        tx.log(
+            now=now,
+            audit_id=audit.audit_id,
+            actor=actor,
+            action="merge_and_ingest",
+            detail=f"run {run_id}: {outcome.merged} merged, {outcome.failed} failed, {outcome.covered} "
+            f"task(s) covered, {len(outcome.requeued)} requeued",
+            outcome="ok",
+        )
     learn_from_run(ws, run, taught, half_life)
     still = [r for r in outcome.requeued if r.state == "pending"]
     tell(progress, 2, 2, f"merged run {run_id}: {outcome.covered} task(s) covered, {len(still)} requeued")
     return MergeSummary(
-        run_id=run_id, packets_merged=outcome.merged, packets_failed=outcome.failed,
-        tasks_covered=outcome.covered, tasks_requeued=len(still), tasks_failed=len(outcome.requeued) - len(still),
-        requeued=outcome.requeued[:MAX_REQUEUED_LISTED], failure_kinds=outcome.kinds, coverage=totals(counts),
+        run_id=run_id,
+        packets_merged=outcome.merged,
+        packets_failed=outcome.failed,
+        tasks_covered=outcome.covered,
+        tasks_requeued=len(still),
+        tasks_failed=len(outcome.requeued) - len(still),
+        requeued=outcome.requeued[:MAX_REQUEUED_LISTED],
+        failure_kinds=outcome.kinds,
+        coverage=totals(counts),
         completeness=completeness(counts),
         next_action="Call next_step now: it hands out what is still open, or writes the report.",
     )

@@ -82,22 +82,30 @@ def next_step(
             start_fresh = False
 
 
-def _take_answers(ws: Workspace, arguments: Mapping[str, Any], *, new_audit: bool, retry_blocked: bool,
-                  analyzer_sarif: Sequence[Path]) -> None:
+def _take_answers(
+    ws: Workspace, arguments: Mapping[str, Any], *, new_audit: bool, retry_blocked: bool, analyzer_sarif: Sequence[Path]
+) -> None:
     """Record this call's capability answers and a cleared blocker; refuse a new audit over one in flight."""
     with ws.store.write() as tx:
         audit = tx.current_audit()
         if analyzer_sarif and audit is not None and not new_audit:
-            raise ConfigError("analyzer SARIF files are read when an audit starts; pass them on the first "
-                              "next-step, or with --new-audit to start a new audit")
+            raise ConfigError(
+                "analyzer SARIF files are read when an audit starts; pass them on the first "
+                "next-step, or with --new-audit to start a new audit"
+            )
         if audit is not None and (new_audit or retry_blocked):
             if new_audit and audit.synthesized_at is None and tx.cells(audit.audit_id, [CellState.ASSIGNED]):
-                raise ConfigError("an audit is still in flight; finish it (or merge its run) before starting "
-                                  "a new one")
+                raise ConfigError("an audit is still in flight; finish it (or merge its run) before starting a new one")
             if retry_blocked and audit.blocker:
                 tx.set_blocker(audit.audit_id, None)
-                tx.log(now=ws.now(), audit_id=audit.audit_id, actor="host", action="retry_blocked",
-                       detail=audit.blocker, outcome="blocker cleared")
+                tx.log(
+                    now=ws.now(),
+                    audit_id=audit.audit_id,
+                    actor="host",
+                    action="retry_blocked",
+                    detail=audit.blocker,
+                    outcome="blocker cleared",
+                )
         remembered = audit.host_caps if audit is not None else {}
         if audit is not None:
             tx.set_host_caps(audit.audit_id, hosts.remember(arguments, remembered))
@@ -107,8 +115,9 @@ def _planner_state(
     ws: Workspace, tx: Tx, audit: AuditRow | None, config: SessionConfig, caps: HostCapabilities, *, fresh: bool
 ) -> PlannerState:
     if audit is None or fresh:
-        return PlannerState(False, False, None, None, 0, 0, 0, 0, 0, config.max_runs,
-                            caps.can_dispatch_subagents, False)
+        return PlannerState(
+            False, False, None, None, 0, 0, 0, 0, 0, config.max_runs, caps.can_dispatch_subagents, False
+        )
     counts = tx.cell_counts(audit.audit_id)
     runs = tx.runs(audit.audit_id, plan=False)
     open_run = next((r for r in runs if r.state == "open"), None)

@@ -6,10 +6,11 @@ from audit_mcp.core.models import LimitView, QuotaStatus
 from audit_mcp.engine import hosts
 from audit_mcp.engine.dispatch import TIER_ORDER
 from audit_mcp.engine.packets import pack
+from audit_mcp.scheduling.budget import packet_token_budget
 from audit_mcp.scheduling.limits import ResolvedLimits
 from audit_mcp.scheduling.pacing import iso, schedule_view
 from audit_mcp.scheduling.probe import probe
-from audit_mcp.scheduling.scheduler import PacketLoad, packet_token_budget, schedule
+from audit_mcp.scheduling.scheduler import PacketLoad, schedule
 from audit_mcp.store.records import CellState
 from audit_mcp.usecases import rates
 from audit_mcp.usecases.workspace import Workspace
@@ -36,15 +37,26 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
     budget = packet_token_budget(limits, learned, config.max_packet_tokens, caps.max_active_subagents)
     plans = pack(pending, files, edges, budget=budget, prefix_tokens=6_000) if pending else []
     loads = [PacketLoad(f"P{n:02d}", p.estimated_tokens, TIER_ORDER[p.tier]) for n, p in enumerate(plans, 1)]
-    planned = schedule(limits, learned, caps.max_active_subagents, pacing.wave_kind, loads, now,
-                       half_life=pacing.half_life, max_packet_tokens=config.max_packet_tokens)
+    planned = schedule(
+        limits,
+        learned,
+        caps.max_active_subagents,
+        pacing.wave_kind,
+        loads,
+        now,
+        half_life=pacing.half_life,
+        max_packet_tokens=config.max_packet_tokens,
+    )
     cooldown = max(filter(None, (cooldown, iso(planned.cooldown_until))), default=None)
-    last_429 = iso(learned.last_429_at) or next((f["at"] for f in reversed(failures)
-                                                  if f["kind"] == "rate_limited"), None)
+    last_429 = iso(learned.last_429_at) or next(
+        (f["at"] for f in reversed(failures) if f["kind"] == "rate_limited"), None
+    )
     notes = []
     if all(v.confidence == "low" for v in limits.limits.values()):
-        notes.append("Every limit is a built-in default (low confidence): set [model] in the session config or "
-                     "the AUDIT_MCP_* environment variables to make them medium.")
+        notes.append(
+            "Every limit is a built-in default (low confidence): set [model] in the session config or "
+            "the AUDIT_MCP_* environment variables to make them medium."
+        )
     if probed.note:
         notes.append(probed.note)
     if learned.hard_stop:
@@ -53,24 +65,38 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
     return QuotaStatus(
         provider=limits.provider,
         model=limits.model,
-        limits={k: LimitView(value=v.value, source=v.source, confidence=v.confidence)  # type: ignore[arg-type]
-                for k, v in limits.limits.items()},
+        limits={
+            k: LimitView(value=v.value, source=v.source, confidence=v.confidence)  # type: ignore[arg-type]
+            for k, v in limits.limits.items()
+        },
         packet_budget_tokens=budget,
-        learned={"max_safe_concurrency": planned.learned_cap or planned.physical_cap,
-                 "learned_cap": planned.learned_cap, "physical_cap": planned.physical_cap,
-                 "cooldown_until": cooldown, "last_429_at": last_429,
-                 "last_decrease_at": iso(learned.last_decrease_at), "hard_stop": learned.hard_stop,
-                 "clean_runs": learned.clean_runs, "rate_limited_runs": learned.rate_limited_runs,
-                 "half_life_hours": pacing.half_life.total_seconds() / 3600,
-                 "rate_limited_failures": sum(1 for f in failures if f["kind"] == "rate_limited")},
+        learned={
+            "max_safe_concurrency": planned.learned_cap or planned.physical_cap,
+            "learned_cap": planned.learned_cap,
+            "physical_cap": planned.physical_cap,
+            "cooldown_until": cooldown,
+            "last_429_at": last_429,
+            "last_decrease_at": iso(learned.last_decrease_at),
+            "hard_stop": learned.hard_stop,
+            "clean_runs": learned.clean_runs,
+            "rate_limited_runs": learned.rate_limited_runs,
+            "half_life_hours": pacing.half_life.total_seconds() / 3600,
+            "rate_limited_failures": sum(1 for f in failures if f["kind"] == "rate_limited"),
+        },
         learned_state_path=str(ws.learned.path),
         host_max_active_subagents=caps.max_active_subagents,
-        schedule={"pending_cells": sum(1 for c in pending if c.state == CellState.PENDING),
-                  "open_cells": len(pending), "packets": len(plans), "waves": planned.waves,
-                  "wave_size": planned.wave_size, "cooldown_until": cooldown,
-                  "estimated_tokens": sum(p.estimated_tokens for p in plans),
-                  "estimated_wave_tokens": planned.estimated_wave_tokens, "launch_order": planned.order[:50],
-                  **{k: v for k, v in view.items() if k != "forecast"}},
+        schedule={
+            "pending_cells": sum(1 for c in pending if c.state == CellState.PENDING),
+            "open_cells": len(pending),
+            "packets": len(plans),
+            "waves": planned.waves,
+            "wave_size": planned.wave_size,
+            "cooldown_until": cooldown,
+            "estimated_tokens": sum(p.estimated_tokens for p in plans),
+            "estimated_wave_tokens": planned.estimated_wave_tokens,
+            "launch_order": planned.order[:50],
+            **{k: v for k, v in view.items() if k != "forecast"},
+        },
         forecast=view["forecast"],
         notes=notes,
     )

@@ -11,7 +11,7 @@ from audit_mcp.scheduling.learned import state_key
 from audit_mcp.scheduling.learning import RunOutcome, learn
 from audit_mcp.scheduling.limits import ResolvedLimits, resolve_limits
 from audit_mcp.scheduling.pacing import Pacing, pacing_settings, with_observed
-from audit_mcp.scheduling.scheduler import Learned
+from audit_mcp.scheduling.profile import Learned
 from audit_mcp.store.records import RunRow
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.workspace import Workspace, iso

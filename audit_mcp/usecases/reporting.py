@@ -38,15 +38,27 @@ def build_report_input(ws: Workspace) -> ReportInput:
         reviewed = {(c.path, c.lens) for c in cells if c.state in (CellState.REVIEWED, CellState.NOT_APPLICABLE)}
         comparison = compare(synthesis, synthesize_findings(baseline_raw), baseline.audit_id, reviewed)
     return ReportInput(
-        repo_name=ws.root.name, root=str(ws.root), audit_id=audit.audit_id, created_at=audit.created_at,
-        generated_at=ws.now(), git_head=audit.git_head, git_dirty=audit.git_dirty,
-        manifest_digest=audit.manifest_digest, completeness=completeness(counts), lenses=audit.lenses,
-        coverage_by_lens=by_lens, totals=totals(counts),
+        repo_name=ws.root.name,
+        root=str(ws.root),
+        audit_id=audit.audit_id,
+        created_at=audit.created_at,
+        generated_at=ws.now(),
+        git_head=audit.git_head,
+        git_dirty=audit.git_dirty,
+        manifest_digest=audit.manifest_digest,
+        completeness=completeness(counts),
+        lenses=audit.lenses,
+        coverage_by_lens=by_lens,
+        totals=totals(counts),
         gap_cells=[c for c in cells if c.state in (CellState.FAILED, CellState.SKIPPED)],
-        skipped_files=[f for f in files if f.scope == "skipped"], changed_since_snapshot=_changed(ws, files),
-        runs=len(runs), synthesis=synthesis, comparison=comparison,
-        leads=lead_report(leads, verdicts, [(f.finding_id, f.file, f.start_line, f.end_line)
-                                            for f in synthesis.findings]),
+        skipped_files=[f for f in files if f.scope == "skipped"],
+        changed_since_snapshot=_changed(ws, files),
+        runs=len(runs),
+        synthesis=synthesis,
+        comparison=comparison,
+        leads=lead_report(
+            leads, verdicts, [(f.finding_id, f.file, f.start_line, f.end_line) for f in synthesis.findings]
+        ),
     )
 
 
@@ -86,9 +98,14 @@ def synthesize(ws: Workspace) -> None:
     with ws.store.write() as tx:
         audit = ws.require_audit(tx)
         tx.set_synthesized(audit.audit_id, now)
-        tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="synthesize",
-               detail=f"{len(report.synthesis.findings)} finding(s), completeness {report.completeness}",
-               outcome="ok")
+        tx.log(
+            now=now,
+            audit_id=audit.audit_id,
+            actor="engine",
+            action="synthesize",
+            detail=f"{len(report.synthesis.findings)} finding(s), completeness {report.completeness}",
+            outcome="ok",
+        )
 
 
 def report(ws: Workspace, fmt: str = "md") -> str:
@@ -114,6 +131,10 @@ def coverage(ws: Workspace) -> dict[str, Any]:
     with ws.store.read() as tx:
         audit = ws.require_audit(tx)
         counts = tx.cell_counts(audit.audit_id)
-        return {"audit_id": audit.audit_id, "completeness": completeness(counts), "totals": totals(counts),
-                "by_lens": tx.cell_counts_by_lens(audit.audit_id),
-                "skipped_files": tx.file_counts(audit.audit_id).get("skipped", 0)}
+        return {
+            "audit_id": audit.audit_id,
+            "completeness": completeness(counts),
+            "totals": totals(counts),
+            "by_lens": tx.cell_counts_by_lens(audit.audit_id),
+            "skipped_files": tx.file_counts(audit.audit_id).get("skipped", 0),
+        }

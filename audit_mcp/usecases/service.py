@@ -35,15 +35,26 @@ class AuditService(Workspace):
         since: str | None = None,
     ) -> Step:
         """Run every inline obligation, then return the one Step that needs the agent."""
-        return next_step.next_step(self, capabilities, client_name=client_name, new_audit=new_audit,
-                                   retry_blocked=retry_blocked, progress=progress, analyzer_sarif=analyzer_sarif,
-                                   since=since)
+        return next_step.next_step(
+            self,
+            capabilities,
+            client_name=client_name,
+            new_audit=new_audit,
+            retry_blocked=retry_blocked,
+            progress=progress,
+            analyzer_sarif=analyzer_sarif,
+            since=since,
+        )
 
     def submit_packet(self, run_id: str, packet_id: str, results: Any, usage: Any = None) -> Receipt:
         return submission.submit_packet(self, run_id, packet_id, results, usage)
 
     def merge_and_ingest(
-        self, run_id: str, failures: Sequence[Mapping[str, Any]] | None = None, *, actor: str = "host",
+        self,
+        run_id: str,
+        failures: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        actor: str = "host",
         progress: Progress | None = None,
     ) -> MergeSummary:
         return merging.merge_and_ingest(self, run_id, failures, actor=actor, progress=progress)

@@ -26,20 +26,27 @@ def intake(ws: Workspace, config: SessionConfig, lenses: list[str], arguments: M
     with ws.store.write() as tx:
         previous = tx.current_audit()
         audit_id = tx.create_audit(
-            now=now, root=str(ws.root), git_head=manifest.git_head, git_dirty=manifest.git_dirty,
-            digest=manifest.digest, lenses=lenses,
+            now=now,
+            root=str(ws.root),
+            git_head=manifest.git_head,
+            git_dirty=manifest.git_dirty,
+            digest=manifest.digest,
+            lenses=lenses,
         )
         tx.set_host_caps(audit_id, hosts.remember(arguments, previous.host_caps if previous else {}))
         tx.insert_files(audit_id, manifest.files)
         tx.insert_edges(audit_id, manifest.edges)
         tx.insert_leads(audit_id, imported.leads)
         tx.log(
-            now=now, audit_id=audit_id, actor="engine", action="intake",
+            now=now,
+            audit_id=audit_id,
+            actor="engine",
+            action="intake",
             detail=f"{len(manifest.in_scope)} file(s) in scope, {len(manifest.files) - len(manifest.in_scope)} "
-                   f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}"
-                   + (f"; {len(imported.leads)} analyzer lead(s) imported" if sources else "")
-                   + "".join(f"; {r.note}" for r in ran)
-                   + "".join(f", {n} dropped ({why})" for why, n in sorted(imported.dropped.items())),
+            f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}"
+            + (f"; {len(imported.leads)} analyzer lead(s) imported" if sources else "")
+            + "".join(f"; {r.note}" for r in ran)
+            + "".join(f", {n} dropped ({why})" for why, n in sorted(imported.dropped.items())),
             outcome="ok",
         )
 
@@ -52,7 +59,16 @@ def plan(ws: Workspace, config: SessionConfig) -> None:
         count = tx.insert_matrix(audit.audit_id, build_matrix(tx.files(audit.audit_id), config), now)
         carried, previous = carry_forward(tx, audit.audit_id, now, enabled=config.carry_forward)
         kept = copy_findings(tx, audit.audit_id, previous, carried) if previous is not None else 0
-        tx.log(now=now, audit_id=audit.audit_id, actor="engine", action="plan",
-               detail=f"{count} cell(s) over lenses {', '.join(audit.lenses)}"
-                      + (f"; {len(carried)} carried forward from audit {previous} with {kept} finding(s), "
-                         "content unchanged" if carried else ""), outcome="ok")
+        tx.log(
+            now=now,
+            audit_id=audit.audit_id,
+            actor="engine",
+            action="plan",
+            detail=f"{count} cell(s) over lenses {', '.join(audit.lenses)}"
+            + (
+                f"; {len(carried)} carried forward from audit {previous} with {kept} finding(s), content unchanged"
+                if carried
+                else ""
+            ),
+            outcome="ok",
+        )

@@ -12,14 +12,28 @@ from audit_mcp.usecases.workspace import Workspace
 
 
 def blocked(ws: Workspace, reason: str, caps: HostCapabilities) -> StepContext:
-    return StepContext(kind="blocked", status="blocked", run_id=None, reason=reason, caps=caps,
-                       root=ws.root, artifacts_dir=ws.artifacts_dir)
+    return StepContext(
+        kind="blocked",
+        status="blocked",
+        run_id=None,
+        reason=reason,
+        caps=caps,
+        root=ws.root,
+        artifacts_dir=ws.artifacts_dir,
+    )
 
 
 def agent_step(ws: Workspace, decision: Decision, caps: HostCapabilities, state: PlannerState) -> StepContext:
     """The context of the Step for an obligation the agent serves (or a blocker)."""
-    ctx = StepContext(kind="blocked", status="blocked", run_id=state.open_run_id, reason=decision.reason,
-                      caps=caps, root=ws.root, artifacts_dir=ws.artifacts_dir)
+    ctx = StepContext(
+        kind="blocked",
+        status="blocked",
+        run_id=state.open_run_id,
+        reason=decision.reason,
+        caps=caps,
+        root=ws.root,
+        artifacts_dir=ws.artifacts_dir,
+    )
     with ws.store.read() as tx:
         audit = tx.current_audit()
         if audit is not None:

@@ -15,9 +15,13 @@ from audit_mcp.usecases.workspace import Workspace
 
 
 def _refuse(run_id: str, packet_id: str, location: str, message: str) -> Receipt:
-    return Receipt(accepted=False, run_id=run_id, packet_id=packet_id,
-                   errors=[Problem(location=location, message=message)],
-                   next_action="Fix the error above and submit again; nothing was recorded.")
+    return Receipt(
+        accepted=False,
+        run_id=run_id,
+        packet_id=packet_id,
+        errors=[Problem(location=location, message=message)],
+        next_action="Fix the error above and submit again; nothing was recorded.",
+    )
 
 
 def submit_packet(ws: Workspace, run_id: str, packet_id: str, results: Any, usage: Any = None) -> Receipt:
@@ -27,28 +31,42 @@ def submit_packet(ws: Workspace, run_id: str, packet_id: str, results: Any, usag
             return _refuse(clean_text(str(run_id)), clean_text(str(packet_id)), f"/{name}", problem)
     if isinstance(results, str):
         if len(results) > MAX_PAYLOAD_CHARS:
-            return _refuse(run_id, packet_id, "/results",
-                           f"the results are {len(results)} characters; the limit is {MAX_PAYLOAD_CHARS}")
+            return _refuse(
+                run_id,
+                packet_id,
+                "/results",
+                f"the results are {len(results)} characters; the limit is {MAX_PAYLOAD_CHARS}",
+            )
         try:
             results = json.loads(results)
         except json.JSONDecodeError as exc:
             return _refuse(run_id, packet_id, "/results", f"results are not valid JSON: {exc}")
     elif len(json.dumps(results, default=str)) > MAX_PAYLOAD_CHARS:
-        return _refuse(run_id, packet_id, "/results",
-                       f"the results are over {MAX_PAYLOAD_CHARS} characters; shorten texts and evidence")
+        return _refuse(
+            run_id,
+            packet_id,
+            "/results",
+            f"the results are over {MAX_PAYLOAD_CHARS} characters; shorten texts and evidence",
+        )
     if isinstance(results, dict) and "results" in results:
         usage = usage if usage is not None else results.get("usage")
         results = results["results"]
     with ws.store.read() as tx:
         run = tx.run(run_id, plan=False)
         if run is None:
-            return _refuse(run_id, packet_id, "/run_id", f"run {run_id!r} is unknown here; take run_id "
-                           "from the dispatch plan or the packet prompt you were given")
+            return _refuse(
+                run_id,
+                packet_id,
+                "/run_id",
+                f"run {run_id!r} is unknown here; take run_id "
+                "from the dispatch plan or the packet prompt you were given",
+            )
         packet = tx.packet(packet_id)
         if packet is None or packet.run_id != run_id:
             ids = ", ".join(p.packet_id for p in tx.packets(run_id))
-            return _refuse(run_id, packet_id, "/packet_id", f"packet {packet_id!r} is not in run "
-                           f"{run_id}; its packets are {ids}")
+            return _refuse(
+                run_id, packet_id, "/packet_id", f"packet {packet_id!r} is not in run {run_id}; its packets are {ids}"
+            )
         if run.state != "open":
             return _refuse(run_id, packet_id, "/run_id", superseded_message(tx, run, packet_id))
         task_ids = tx.packet_task_ids(packet_id)
@@ -62,16 +80,22 @@ def submit_packet(ws: Workspace, run_id: str, packet_id: str, results: Any, usag
 
     validator = PacketValidator(packet_id, cells, ws.read_lines, in_manifest, leads)
     outcome = validator.validate(results, usage)
-    warnings = [Problem(location=loc, message=msg)
-                for loc, msg in capped([(w.location, w.message) for w in outcome.warnings], "warnings")]
+    warnings = [
+        Problem(location=loc, message=msg)
+        for loc, msg in capped([(w.location, w.message) for w in outcome.warnings], "warnings")
+    ]
     if not outcome.accepted:
         return Receipt(
-            accepted=False, run_id=run_id, packet_id=packet_id,
-            errors=[Problem(location=loc, message=msg)
-                    for loc, msg in capped([(e.location, e.message) for e in outcome.errors], "errors")],
+            accepted=False,
+            run_id=run_id,
+            packet_id=packet_id,
+            errors=[
+                Problem(location=loc, message=msg)
+                for loc, msg in capped([(e.location, e.message) for e in outcome.errors], "errors")
+            ],
             warnings=warnings,
             next_action="Nothing was recorded. Fix every error above and call submit_packet again with the "
-                        "whole corrected results.",
+            "whole corrected results.",
         )
     payload = {"results": outcome.results, "usage": outcome.usage}
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
@@ -82,20 +106,36 @@ def submit_packet(ws: Workspace, run_id: str, packet_id: str, results: Any, usag
         with ws.store.write() as tx:
             run_now = tx.run(run_id, plan=False)
             if run_now is None or run_now.state != "open":
-                return _refuse(run_id, packet_id, "/run_id",
-                               f"run {run_id} was merged while this submission was checked; call next_step")
+                return _refuse(
+                    run_id,
+                    packet_id,
+                    "/run_id",
+                    f"run {run_id} was merged while this submission was checked; call next_step",
+                )
             replaced = tx.submission(packet_id) is not None
             tx.put_submission(packet_id, run_id, digest, payload, ws.now())
             tx.set_packet_state(packet_id, "submitted")
-            tx.log(now=ws.now(), audit_id=run_now.audit_id, actor="subagent", action="submit_packet",
-                   detail=f"{packet_id}: {covered} task(s) covered, {kept} finding(s)"
-                          f"{' (replaced an earlier submission)' if replaced else ''}", outcome="accepted")
+            tx.log(
+                now=ws.now(),
+                audit_id=run_now.audit_id,
+                actor="subagent",
+                action="submit_packet",
+                detail=f"{packet_id}: {covered} task(s) covered, {kept} finding(s)"
+                f"{' (replaced an earlier submission)' if replaced else ''}",
+                outcome="accepted",
+            )
         if replaced:
-            warnings.append(Problem(location="/", message="this submission replaced the packet's earlier "
-                                                          "accepted one"))
+            warnings.append(Problem(location="/", message="this submission replaced the packet's earlier accepted one"))
     return Receipt(
-        accepted=True, run_id=run_id, packet_id=packet_id, duplicate=duplicate, warnings=warnings,
-        tasks_covered=covered, tasks_open=len(outcome.results) - covered, findings_kept=kept,
-        next_action="Accepted. Your packet is done; stop here." if not duplicate else
-        "Already accepted with identical content; nothing changed. Your packet is done.",
+        accepted=True,
+        run_id=run_id,
+        packet_id=packet_id,
+        duplicate=duplicate,
+        warnings=warnings,
+        tasks_covered=covered,
+        tasks_open=len(outcome.results) - covered,
+        findings_kept=kept,
+        next_action="Accepted. Your packet is done; stop here."
+        if not duplicate
+        else "Already accepted with identical content; nothing changed. Your packet is done.",
     )

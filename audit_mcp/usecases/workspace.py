@@ -43,8 +43,8 @@ class Workspace:
         self.root = Path(root).expanduser().resolve()
         if not self.root.is_dir():
             raise ConfigError(f"the repository root {self.root} is not a directory; pass an existing folder")
-        self.artifacts_dir = Path(artifacts_dir).expanduser().resolve() if artifacts_dir else (
-            self.root / ARTIFACTS_DIRNAME
+        self.artifacts_dir = (
+            Path(artifacts_dir).expanduser().resolve() if artifacts_dir else (self.root / ARTIFACTS_DIRNAME)
         )
         if self.artifacts_dir == self.root:
             raise ConfigError("the artifacts directory cannot be the repository root; pick a subfolder")
