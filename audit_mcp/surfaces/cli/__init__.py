@@ -1,0 +1,37 @@
+"""The command line: the same verbs as the MCP tools, JSON on stdout, messages on stderr.
+
+``parser`` builds the argument parser from the verb modules, each of which
+registers its verbs with their handlers: ``serving`` (``serve``), ``loop``
+(``next-step``, ``submit-packet``, ``merge-and-ingest``), ``views``
+(``quota``, ``status``, ``report``) and ``running`` (``run``, ``demo``).
+``common`` holds the shared options and output helpers, ``exits`` the exit
+codes. Errors become a message on stderr and an exit code here, and only here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from audit_mcp.core.errors import AuditError
+from audit_mcp.surfaces.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED
+from audit_mcp.surfaces.cli.parser import build_parser
+
+__all__ = ["build_parser", "main", "run"]
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.handler(args)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except AuditError as exc:
+        print(f"audit-mcp: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("audit-mcp: interrupted; accepted work is saved", file=sys.stderr)
+        return EXIT_INTERRUPTED

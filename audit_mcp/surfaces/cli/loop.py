@@ -1,0 +1,105 @@
+"""The verbs of the loop a host follows: ``next-step``, ``submit-packet``, ``merge-and-ingest``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from audit_mcp.core.errors import ConfigError
+from audit_mcp.surfaces.cli.common import Subparsers, bool_arg, emit, read_json, service_for, verb
+from audit_mcp.surfaces.cli.exits import EXIT_OK, EXIT_REFUSED
+from audit_mcp.surfaces.terminal import TerminalProgress
+
+
+def register(sub: Subparsers) -> None:
+    p = verb(sub, "next-step", _next_step, "advance the audit and print the step to do next")
+    p.add_argument("--host-can-dispatch-subagents", type=bool_arg, metavar="true|false")
+    p.add_argument("--host-can-restrict-subagent-tools", type=bool_arg, metavar="true|false")
+    p.add_argument("--host-can-select-subagent-model", type=bool_arg, metavar="true|false")
+    p.add_argument("--host-max-active-subagents", type=int, metavar="N")
+    p.add_argument("--host-model", metavar="MODEL")
+    p.add_argument("--new-audit", action="store_true", help="start a fresh audit after a finished one")
+    p.add_argument("--retry-blocked", action="store_true", help="clear a blocker whose cause is fixed")
+    p.add_argument(
+        "--analyzer-sarif",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="SARIF of a static analyzer whose alerts become leads for the reviewers (repeatable; "
+        "read when an audit starts)",
+    )
+    p.add_argument(
+        "--since", metavar="REF", help="audit only files changed since this git ref (for an audit that starts now)"
+    )
+
+    p = verb(sub, "submit-packet", _submit_packet, "submit one packet's results (exit 2 when refused)")
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--packet-id", required=True)
+    p.add_argument(
+        "--results",
+        required=True,
+        metavar="FILE",
+        help="JSON file with the results array (or {results, usage}); '-' reads stdin",
+    )
+
+    p = verb(sub, "merge-and-ingest", _merge_and_ingest, "merge a finished run into the coverage matrix")
+    p.add_argument("--run-id", required=True)
+    p.add_argument(
+        "--failures",
+        metavar="FILE",
+        help="JSON file: [{packet_id, error}] for packets whose subagent failed; '-' reads stdin",
+    )
+
+
+def _next_step(args: argparse.Namespace) -> int:
+    service = service_for(args)
+    bar = TerminalProgress(sys.stderr)
+    step = service.next_step(
+        {
+            "can_dispatch_subagents": args.host_can_dispatch_subagents,
+            "can_restrict_subagent_tools": args.host_can_restrict_subagent_tools,
+            "can_select_subagent_model": args.host_can_select_subagent_model,
+            "max_active_subagents": args.host_max_active_subagents,
+            "model": args.host_model,
+        },
+        client_name="audit-mcp-cli",
+        new_audit=args.new_audit,
+        retry_blocked=args.retry_blocked,
+        progress=bar,
+        analyzer_sarif=args.analyzer_sarif,
+        since=args.since,
+    )
+    bar.close()
+    emit(step)
+    print(f"audit-mcp: step {step.step_kind}: read {step.prompt_path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _submit_packet(args: argparse.Namespace) -> int:
+    service = service_for(args)
+    payload = read_json(args.results)
+    usage = payload.get("usage") if isinstance(payload, dict) else None
+    results = payload.get("results") if isinstance(payload, dict) else payload
+    receipt = service.submit_packet(args.run_id, args.packet_id, results, usage)
+    emit(receipt)
+    if not receipt.accepted:
+        print(
+            f"audit-mcp: submission refused with {len(receipt.errors)} error(s); fix them and submit again",
+            file=sys.stderr,
+        )
+        return EXIT_REFUSED
+    return EXIT_OK
+
+
+def _merge_and_ingest(args: argparse.Namespace) -> int:
+    service = service_for(args)
+    bar = TerminalProgress(sys.stderr)
+    failures = read_json(args.failures) if args.failures else []
+    if not isinstance(failures, list):
+        raise ConfigError("--failures must hold a JSON array of {packet_id, error} objects")
+    summary = service.merge_and_ingest(args.run_id, failures, progress=bar)
+    bar.close()
+    emit(summary)
+    return EXIT_OK

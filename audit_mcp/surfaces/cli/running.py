@@ -1,0 +1,76 @@
+"""The verbs that run a whole audit by themselves: ``run`` (headless workers) and ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from audit_mcp.surfaces.cli.common import Subparsers, service_for, verb
+from audit_mcp.surfaces.cli.exits import EXIT_OK
+
+
+def register(sub: Subparsers) -> None:
+    p = verb(sub, "run", _run, "headless audit: launch a worker command per packet until the report is written")
+    p.add_argument(
+        "--worker",
+        required=True,
+        metavar="TEMPLATE",
+        help="shell command per packet; {prompt_path} {run_id} {packet_id} {root} {dispatch_plan} are "
+        "filled in (quoted) and also set as AUDIT_MCP_* environment variables",
+    )
+    p.add_argument("--max-workers", type=int, default=4, help="most workers at once (default 4)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds before a worker is killed (default 1800)")
+    p.add_argument(
+        "--max-wait",
+        type=float,
+        default=900.0,
+        help="longest rate-limit cooldown to wait out before stopping to resume later (default 900)",
+    )
+    p.add_argument("--host-model", metavar="MODEL", help="the workers' model, for limits and packet sizes")
+
+    p = verb(sub, "demo", _demo, "audit the bundled fixture with a scripted reviewer, in seconds", common=False)
+    p.add_argument("--dir", type=Path, default=None, help="where to copy the fixture (default: a new temp folder)")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from audit_mcp.surfaces.headless import HeadlessRunner, interrupt_on_sigterm, print_result
+
+    interrupt_on_sigterm()
+    runner = HeadlessRunner(
+        service_for(args),
+        args.worker,
+        max_workers=args.max_workers,
+        timeout=args.timeout,
+        max_wait=args.max_wait,
+        model=args.host_model,
+        say=lambda line: print(f"audit-mcp: {line}", file=sys.stderr, flush=True),
+    )
+    result = runner.run()
+    print_result(result, sys.stdout)
+    print(f"audit-mcp: {result.outcome}: {result.message}", file=sys.stderr)
+    if result.report_path:
+        print(f"audit-mcp: report: {result.report_path}", file=sys.stderr)
+    return result.exit_code
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from audit_mcp.surfaces.demo import REVIEWER_LABEL, run_demo
+
+    print(
+        "audit-mcp demo: a whole audit of the bundled fixture. The reviews are SCRIPTED: they show the "
+        "orchestration, not a model's judgement.",
+        flush=True,
+    )
+    result = run_demo(args.dir, lambda line: print(line, flush=True))
+    print(
+        f"done: {result.runs} run(s), {result.packets} packet(s), {result.findings} finding(s) from the "
+        f"{REVIEWER_LABEL}; completeness {result.completeness}"
+    )
+    print(f"report: {result.report_path}")
+    print(f"report (JSON): {result.report_json_path}")
+    print(
+        "next: add the server to your coding agent (README: Adding the server to a host), or run a headless "
+        "audit with `audit-mcp run --root REPO --worker '...'`"
+    )
+    return EXIT_OK

@@ -1,0 +1,86 @@
+"""``audit-mcp serve``: the MCP server over stdio, or streamable HTTP on loopback."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+from pathlib import Path
+
+from audit_mcp.core.errors import ConfigError
+from audit_mcp.surfaces.cli.common import Subparsers, verb
+from audit_mcp.surfaces.cli.exits import EXIT_OK
+from audit_mcp.surfaces.http_auth import MIN_TOKEN_CHARS, TOKEN_ENV, BearerToken
+
+
+def register(sub: Subparsers) -> None:
+    p = verb(sub, "serve", _serve, "run the MCP server (stdio by default)")
+    p.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1, loopback)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        help="Host header to accept when bound off loopback (repeatable; required there)",
+    )
+    p.add_argument("--allowed-origin", action="append", default=[], help="Origin to accept (repeatable)")
+    p.add_argument(
+        "--token",
+        default=None,
+        help="require 'Authorization: Bearer TOKEN' on every HTTP request (default: $AUDIT_MCP_TOKEN; "
+        "prefer the variable, a flag shows in the process list)",
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from audit_mcp.surfaces.server import build_server
+
+    root = (args.root or Path.cwd()).resolve()
+    server = build_server(root, args.artifacts_dir, config_path=args.config)
+    if not args.http:
+        server.run()
+        return EXIT_OK
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = args.host == "localhost"
+    if loopback:
+        hosts = [
+            f"{args.host}:{args.port}",
+            f"localhost:{args.port}",
+            f"127.0.0.1:{args.port}",
+            args.host,
+            "localhost",
+            "127.0.0.1",
+            *args.allowed_host,
+        ]
+    elif not args.allowed_host:
+        raise ConfigError(
+            f"binding to {args.host} exposes the server beyond this machine; pass --allowed-host "
+            "with every Host header clients will use (and --allowed-origin for browsers)"
+        )
+    else:
+        hosts = list(args.allowed_host)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=list(args.allowed_origin)
+    )
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(f"the bearer token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random ones")
+    print(
+        f"audit-mcp: serving streamable HTTP on http://{args.host}:{args.port}/mcp"
+        f"{' (bearer token required)' if token else ''}",
+        file=sys.stderr,
+    )
+    if token is None:
+        server.run("streamable-http", host=args.host, port=args.port, transport_security=security)
+        return EXIT_OK
+    import uvicorn
+
+    app = BearerToken(server.streamable_http_app(transport_security=security, host=args.host), token)
+    uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")).run()
+    return EXIT_OK

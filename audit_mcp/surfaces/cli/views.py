@@ -1,0 +1,48 @@
+"""The read-only views: ``quota``, ``status``, ``report``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from audit_mcp.surfaces.cli.common import Subparsers, emit, service_for, verb
+from audit_mcp.surfaces.cli.exits import EXIT_OK
+
+
+def register(sub: Subparsers) -> None:
+    p = verb(sub, "quota", _quota, "resolved model limits, learned rate-limit state, the wave schedule")
+    p.add_argument("--host-model", metavar="MODEL")
+    p.add_argument("--provider")
+
+    p = verb(sub, "status", _status, "coverage, runs, findings and recent events of the audit")
+    p.add_argument("--json", action="store_true", help="JSON (the default when stdout is not a terminal)")
+    p.add_argument("--table", action="store_true", help="the readable table even when stdout is not a terminal")
+
+    p = verb(sub, "report", _report, "print the audit report")
+    p.add_argument(
+        "--format",
+        choices=("md", "json", "sarif"),
+        default="md",
+        help="md for people, json for tools, sarif (2.1.0) for code-scanning tools",
+    )
+
+
+def _quota(args: argparse.Namespace) -> int:
+    emit(service_for(args).quota(args.host_model, args.provider))
+    return EXIT_OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    view = service_for(args).status()
+    if args.table or (not args.json and sys.stdout.isatty()):
+        from audit_mcp.surfaces.status_table import render_status
+
+        emit(render_status(view))
+    else:
+        emit(view)
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace) -> int:
+    emit(service_for(args).report(args.format))
+    return EXIT_OK
