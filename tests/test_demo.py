@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import email
 import json
+import re
 import subprocess
 import sys
+import sysconfig
+import tomllib
+import venv
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from audit_mcp.core.version import __version__
 from audit_mcp.surfaces.cli import main
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -38,29 +44,102 @@ def test_the_demo_refuses_to_overwrite_an_earlier_copy(tmp_path: Path, capsys: p
     assert "already exists" in capsys.readouterr().err
 
 
-def test_the_demo_runs_from_a_built_wheel_outside_the_source_tree(tmp_path: Path) -> None:
-    wheels = tmp_path / "wheels"
+def _build_wheel(into: Path) -> Path:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(PROJECT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(into), str(PROJECT)],
         check=True,
         capture_output=True,
-        timeout=120,
+        timeout=180,
     )
-    site = tmp_path / "site"
-    with zipfile.ZipFile(next(wheels.glob("audit_mcp-*.whl"))) as wheel:
-        wheel.extractall(site)
-    script = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import audit_mcp, audit_mcp.surfaces.cli; "
-        "assert audit_mcp.__file__.startswith(sys.argv[1]), audit_mcp.__file__; "
-        "sys.exit(audit_mcp.surfaces.cli.main(['demo', '--dir', sys.argv[2]]))"
+    (wheel,) = into.glob("*.whl")
+    return wheel
+
+
+def _fresh_venv(env: Path) -> Path:
+    """A new venv without pip; the dependencies (mcp, pydantic ...) come from this interpreter's site-packages
+    through a .pth line, placed after the venv's own site-packages so the installed wheel is what gets imported."""
+    venv.create(env, with_pip=False)
+    python = env / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(site) / "_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+def test_the_wheel_installs_under_its_distribution_name_into_a_fresh_venv_and_runs(tmp_path: Path) -> None:
+    wheel = _build_wheel(tmp_path / "wheels")
+    assert wheel.name.startswith(f"audit_mcp_server-{__version__}-"), wheel.name
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        meta = archive.read(f"audit_mcp_server-{__version__}.dist-info/METADATA").decode()
+        entry_points = archive.read(f"audit_mcp_server-{__version__}.dist-info/entry_points.txt").decode()
+    headers = email.message_from_string(meta)
+    assert headers["Name"] == "audit-mcp-server"
+    assert headers["Version"] == __version__
+    assert headers["License-Expression"] == "MIT"
+    assert "Typing :: Typed" in headers.get_all("Classifier", [])
+    assert f"audit_mcp_server-{__version__}.dist-info/licenses/LICENSE" in names
+    assert "audit_mcp/__main__.py" in names and "audit_mcp/py.typed" in names
+    assert "audit-mcp = audit_mcp.surfaces.cli:main" in entry_points
+
+    python = _fresh_venv(tmp_path / "env")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=180,
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(site), str(tmp_path / "demo")],
+    bin_dir = python.parent
+    demo = subprocess.run(
+        [str(bin_dir / "audit-mcp"), "demo", "--dir", str(tmp_path / "demo")],
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
-    assert proc.returncode == 0, proc.stderr
-    assert "completeness complete" in proc.stdout
+    assert demo.returncode == 0, demo.stderr
+    assert "completeness complete" in demo.stdout
     assert (tmp_path / "demo" / "planted_app" / ".audit-mcp" / "report" / "report.md").is_file()
+
+    version = subprocess.run(
+        [str(python), "-m", "audit_mcp", "--version"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.strip() == f"audit-mcp {__version__}"
+    where = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import audit_mcp, importlib.metadata as m; print(audit_mcp.__file__); "
+            "print(m.version('audit-mcp-server'))",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert where[0].startswith(str(tmp_path / "env")), where
+    assert where[1] == __version__
+
+
+def test_the_version_is_written_once_and_the_changelog_names_it() -> None:
+    pyproject = tomllib.loads((PROJECT / "pyproject.toml").read_text())
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["hatch"]["version"]["path"] == "audit_mcp/core/version.py"
+    assert pyproject["project"]["name"] == "audit-mcp-server"
+    changelog = (PROJECT / "CHANGELOG.md").read_text()
+    newest = re.search(r"^## (\S+)", changelog, re.M)
+    assert newest is not None and newest.group(1) == __version__
+    assert (PROJECT / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_install_lines_name_the_distribution_not_the_unrelated_project() -> None:
+    for doc in ("README.md", "docs/github-actions-audit.yml"):
+        text = (PROJECT / doc).read_text()
+        installs = re.findall(r"pip install ([^\s&`]+)", text)
+        assert "audit-mcp-server" in installs, doc
+        assert "audit-mcp" not in installs, f"{doc} installs the unrelated 'audit-mcp' from the package index"
