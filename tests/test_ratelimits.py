@@ -6,6 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from audit_mcp.scheduling.failures import cooldown_until
+from audit_mcp.scheduling.learning import learn
+from audit_mcp.scheduling.pacing import run_outcome
+from audit_mcp.scheduling.profile import Learned
 from audit_mcp.scheduling.ratelimits import go_duration, parse_error_text, parse_headers
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -203,3 +207,25 @@ def test_limits_quoted_in_the_provider_s_own_message_are_read(text: str, limits:
 def test_spend_caps_and_exhausted_subscriptions_are_hard_stops(text: str) -> None:
     signal = parse_error_text(text, NOW)
     assert signal.hard_stop is not None and signal.rate_limited
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("429 Too Many Requests; retry-after: Mon, 30 Nov 2026 12:30:00 GMT", 1800.0),
+        ("Rate limit reached. Please try again in 2h.", 7200.0),
+        ("API Error: Rate limit reached for requests. Please try again in 1m30s.", 90.0),
+        ("Error: 429 rate_limit_error, retry-after: 90", 90.0),
+        ('{"type":"rate_limit_error"} headers: {"retry-after-ms": "2500"}', 2.5),
+        ("rate limited; x-ratelimit-reset-tokens: 6m0s x-ratelimit-remaining-tokens: 0", 360.0),
+        ("Too Many Requests", 60.0),
+        ("429; retry-after: Mon, 30 Nov 2026 11:00:00 GMT", 60.0),
+    ],
+    ids=["http-date", "try-again-2h", "try-again-go-style", "seconds", "ms", "exhausted-bucket", "none", "past-date"],
+)
+def test_a_stored_failure_s_cooldown_is_the_one_the_scheduler_learns_from_the_same_text(
+    text: str, seconds: float
+) -> None:
+    outcome = run_outcome(launched=2, wave_size=2, succeeded=1, reported={"p1": text}, usage=[], now=NOW)
+    learned = learn(Learned(), outcome, NOW, 2.0, timedelta(hours=24))
+    assert cooldown_until(text, NOW) == learned.cooldown_until == NOW + timedelta(seconds=seconds)

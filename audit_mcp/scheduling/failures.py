@@ -1,10 +1,18 @@
-"""Classifying the error text a host saw when a subagent failed."""
+"""Classifying the error text a host saw when a subagent failed.
+
+How long a throttled host must wait is read by ``ratelimits.parse_error_text``, the one parser of retry-after
+headers, HTTP dates and "try again in ..." phrasings, so a stored failure's cooldown is the one the scheduler
+learned from the same text.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
+
+from audit_mcp.scheduling.learning import DEFAULT_COOLDOWN
+from audit_mcp.scheduling.ratelimits import parse_error_text
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -42,39 +50,26 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
-_RETRY_AFTER_MS = re.compile(r"retry[-_ ]after[-_ ]ms[\"'=:\s]+(\d+)", re.I)
-_RETRY_AFTER = re.compile(r"retry[-_ ]after[\"'=:\s]+(\d+(?:\.\d+)?)", re.I)
-_TRY_AGAIN = re.compile(r"try again in (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds|m|min|minutes)\b", re.I)
 
 
 @dataclass(frozen=True)
 class FailureClass:
     kind: str
-    retry_after_seconds: float | None
 
 
 def classify(text: str) -> FailureClass:
-    """The failure kind and, for rate limits, how long the provider asked to wait."""
+    """The failure kind, from the error text the host saw."""
     kind = next((name for name, pattern in _PATTERNS if pattern.search(text)), "other")
     if not text.strip() or text.strip() == NOT_SUBMITTED:
         kind = "not_submitted"
-    return FailureClass(kind, retry_after(text) if kind == "rate_limited" else None)
+    return FailureClass(kind)
 
 
-def retry_after(text: str) -> float | None:
-    if m := _RETRY_AFTER_MS.search(text):
-        return int(m.group(1)) / 1000
-    if m := _RETRY_AFTER.search(text):
-        return float(m.group(1))
-    if m := _TRY_AGAIN.search(text):
-        value, unit = float(m.group(1)), m.group(2).lower()
-        return value / 1000 if unit == "ms" else value * 60 if unit.startswith("m") and unit != "ms" else value
-    return None
-
-
-def cooldown_until(failed_at: datetime, retry_seconds: float | None) -> datetime:
-    """When a rate-limited host may launch again: the provider's retry-after, else a minute."""
-    return failed_at + timedelta(seconds=retry_seconds if retry_seconds is not None else 60.0)
+def cooldown_until(text: str, failed_at: datetime) -> datetime:
+    """When a host throttled with this error text may launch again: the latest of the retry-after and the reset
+    of any exhausted bucket the text names, else a minute after the failure (as the scheduler learns it)."""
+    wait = parse_error_text(text, failed_at).wait_until(failed_at)
+    return max(wait, failed_at) if wait is not None else failed_at + DEFAULT_COOLDOWN
 
 
 NOT_SUBMITTED = "the packet was neither submitted nor reported as failed"

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.models import HostCapabilities
-from audit_mcp.scheduling.failures import classify, cooldown_until
+from audit_mcp.scheduling.failures import cooldown_until
 from audit_mcp.scheduling.learned import state_key
 from audit_mcp.scheduling.learning import RunOutcome, learn
 from audit_mcp.scheduling.limits import ResolvedLimits, resolve_limits
@@ -35,7 +35,7 @@ def cooldown(ws: Workspace, tx: Tx, audit_id: int) -> str | None:
         if failure["kind"] != "rate_limited":
             continue
         at = datetime.fromisoformat(failure["at"].replace("Z", "+00:00"))
-        until = cooldown_until(at, classify(failure["detail"]).retry_after_seconds)
+        until = cooldown_until(failure["detail"], at)
         latest = until if latest is None or until > latest else latest
     if latest is None or latest <= ws.clock():
         return None
