@@ -12,7 +12,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from audit_mcp.core.config import SchedulerConfig
+from audit_mcp.core.config import SchedulerConfig, SessionConfig, with_env
 from audit_mcp.scheduling.pacing import pacing_settings
 from audit_mcp.scheduling.probe import probe
 from audit_mcp.surfaces.cli import main
@@ -297,7 +297,8 @@ def test_the_host_kind_comes_from_environment_config_or_client(
 ) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert pacing_settings(SchedulerConfig(**config), client).wave_kind == kind  # type: ignore[arg-type]
+    scheduler = with_env(SessionConfig(scheduler=SchedulerConfig(**config))).scheduler  # type: ignore[arg-type]
+    assert pacing_settings(scheduler, client).wave_kind == kind
 
 
 @pytest.mark.parametrize(

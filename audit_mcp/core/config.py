@@ -2,13 +2,17 @@
 
 It lives at ``<root>/.audit-mcp.toml`` (override with ``--config`` or the
 ``AUDIT_MCP_CONFIG`` environment variable) and is optional: every key has a
-default. See the README's "Configuration" section for the format.
+default. See the README's "Configuration" section for the format. The
+``AUDIT_MCP_*`` variables of ``ENV_OVERRIDES`` win over the file, and are
+validated by the same model, so a value the file may not hold is refused
+from the environment too.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -99,6 +103,49 @@ class SessionConfig(_Strict):
     analyzers: AnalyzersConfig = Field(default_factory=AnalyzersConfig)
 
 
+# Each variable overrides one setting: (section, key) of SessionConfig.
+ENV_OVERRIDES: dict[str, tuple[str, str]] = {
+    "AUDIT_MCP_CONTEXT_TOKENS": ("model", "context_tokens"),
+    "AUDIT_MCP_OUTPUT_TOKENS": ("model", "output_tokens"),
+    "AUDIT_MCP_RPM": ("model", "requests_per_minute"),
+    "AUDIT_MCP_ITPM": ("model", "input_tokens_per_minute"),
+    "AUDIT_MCP_OTPM": ("model", "output_tokens_per_minute"),
+    "AUDIT_MCP_HALF_LIFE_HOURS": ("scheduler", "half_life_hours"),
+    "AUDIT_MCP_WAVE_KIND": ("scheduler", "wave_kind"),
+    "AUDIT_MCP_PROBE": ("scheduler", "probe"),
+}
+
+
+def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The override variables that are set (blank ones count as unset), with their values."""
+    env = os.environ if environ is None else environ
+    return {name: value.strip() for name in ENV_OVERRIDES if (value := env.get(name, "")).strip()}
+
+
+def with_env(config: SessionConfig, environ: Mapping[str, str] | None = None) -> SessionConfig:
+    """``config`` with the environment's overrides applied, validated exactly as the file's values are."""
+    overrides = env_overrides(environ)
+    if not overrides:
+        return config
+    data = config.model_dump()
+    for name, value in overrides.items():
+        section, key = ENV_OVERRIDES[name]
+        data[section][key] = value
+    try:
+        return SessionConfig.model_validate(data)
+    except ValidationError as exc:
+        by_place = {place: name for name, place in ENV_OVERRIDES.items()}
+        problems = []
+        for err in exc.errors():
+            place = tuple(str(part) for part in err["loc"])
+            var = by_place.get((place[0], place[1])) if len(place) == 2 else None
+            where = f"{var}={overrides[var]!r} ([{place[0]}] {place[1]})" if var else ".".join(place)
+            problems.append(f"{where}: {err['msg']}")
+        raise ConfigError(
+            f"invalid environment override: {'; '.join(problems)}. Fix or unset the variable and call next_step again."
+        ) from exc
+
+
 def config_path_for(root: Path, explicit: Path | None = None) -> Path:
     if explicit is not None:
         return explicit
@@ -109,20 +156,21 @@ def config_path_for(root: Path, explicit: Path | None = None) -> Path:
 
 
 def load_config(root: Path, explicit: Path | None = None) -> SessionConfig:
-    """Read the session config; a missing file means every default."""
+    """Read the session config, with the environment's overrides; a missing file means every default."""
     path = config_path_for(root, explicit)
     if not path.exists():
         if explicit is not None:
             raise ConfigError(f"config file {path} does not exist; create it or drop --config")
-        return SessionConfig()
+        return with_env(SessionConfig())
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the file and call next_step again.") from exc
     try:
-        return SessionConfig.model_validate(data)
+        config = SessionConfig.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}" for err in exc.errors()
         )
         raise ConfigError(f"{path} has invalid settings: {problems}. Fix them and call next_step again.") from exc
+    return with_env(config)

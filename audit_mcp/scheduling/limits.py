@@ -8,10 +8,9 @@ provider's real rate-limit headers are ``high``.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
-from audit_mcp.core.config import ModelConfig
+from audit_mcp.core.config import ENV_OVERRIDES, ModelConfig, env_overrides
 
 # Context window and output tokens by model-name prefix (longest prefix wins).
 _KNOWN_MODELS: dict[str, tuple[int, int]] = {
@@ -36,13 +35,6 @@ _DEFAULTS = {
     "requests_per_minute": 50,
     "input_tokens_per_minute": 30_000,
     "output_tokens_per_minute": 8_000,
-}
-_ENV = {
-    "context_tokens": "AUDIT_MCP_CONTEXT_TOKENS",
-    "output_tokens": "AUDIT_MCP_OUTPUT_TOKENS",
-    "requests_per_minute": "AUDIT_MCP_RPM",
-    "input_tokens_per_minute": "AUDIT_MCP_ITPM",
-    "output_tokens_per_minute": "AUDIT_MCP_OTPM",
 }
 OUTPUT_RESERVE_TOKENS = 16_000
 # Claude Code drops tool calls past about 20 in one message, so no wave is wider.
@@ -84,6 +76,9 @@ def provider_for(model: str) -> str:
 
 
 def resolve_limits(model: str | None, provider: str | None, config: ModelConfig) -> ResolvedLimits:
+    """The limits of ``model``: the session config (which carries the environment's overrides, validated by
+    ``core.config``) over the known-model table over the built-in defaults."""
+    from_env = {ENV_OVERRIDES[name][1]: name for name in env_overrides() if ENV_OVERRIDES[name][0] == "model"}
     name = (model or "unknown").strip() or "unknown"
     limits = {key: Limit(value, "built-in default", "low") for key, value in _DEFAULTS.items()}
     prefix = max((p for p in _KNOWN_MODELS if name.lower().startswith(p)), key=len, default=None)
@@ -94,10 +89,8 @@ def resolve_limits(model: str | None, provider: str | None, config: ModelConfig)
     for key in _DEFAULTS:
         configured = getattr(config, key)
         if configured is not None:
-            limits[key] = Limit(int(configured), "session config [model]", "medium")
-        env_value = os.environ.get(_ENV[key], "").strip()
-        if env_value.isdigit():
-            limits[key] = Limit(int(env_value), f"environment {_ENV[key]}", "medium")
+            source = f"environment {from_env[key]}" if key in from_env else "session config [model]"
+            limits[key] = Limit(int(configured), source, "medium")
     return ResolvedLimits(provider or provider_for(name), name, limits)
 
 

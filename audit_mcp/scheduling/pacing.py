@@ -1,29 +1,25 @@
 """Between the use cases and the pure scheduler: settings, limits seen in headers, and what a run taught.
 
 Knobs (README, "Rate limits and waves"): ``[scheduler]`` in the session config
-(``half_life_hours``, ``wave_kind``, ``probe``) and the environment variables
-``AUDIT_MCP_HALF_LIFE_HOURS``, ``AUDIT_MCP_WAVE_KIND``, ``AUDIT_MCP_PROBE``,
-which win over the file.
+(``half_life_hours``, ``wave_kind``, ``probe``); the environment variables
+``AUDIT_MCP_HALF_LIFE_HOURS``, ``AUDIT_MCP_WAVE_KIND``, ``AUDIT_MCP_PROBE`` win
+over the file, and ``core.config`` has already applied and validated them.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from audit_mcp.core.config import SchedulerConfig
-from audit_mcp.core.errors import ConfigError
 from audit_mcp.scheduling.learning import RunOutcome
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits
 from audit_mcp.scheduling.profile import Learned
 from audit_mcp.scheduling.ratelimits import parse_error_text
 from audit_mcp.scheduling.scheduler import Forecast, Schedule
 
-WAVE_KINDS = ("rolling", "whole_wave")
-PROBE_MODES = ("never", "auto", "force")
 # Hosts that wait for a whole batch before starting the next one.
 _WHOLE_WAVE_CLIENTS = ("cursor",)
 
@@ -42,25 +38,12 @@ def iso(moment: datetime | None) -> str | None:
 
 
 def pacing_settings(config: SchedulerConfig, client_name: str | None) -> Pacing:
-    """The scheduler's settings: environment over the session config over the defaults."""
-    hours = config.half_life_hours
-    if raw := os.environ.get("AUDIT_MCP_HALF_LIFE_HOURS", "").strip():
-        try:
-            hours = float(raw)
-        except ValueError:
-            raise ConfigError(f"AUDIT_MCP_HALF_LIFE_HOURS={raw!r} is not a number of hours") from None
-        if hours <= 0:
-            raise ConfigError("AUDIT_MCP_HALF_LIFE_HOURS must be above zero")
-    kind = os.environ.get("AUDIT_MCP_WAVE_KIND", "").strip() or config.wave_kind
+    """The scheduler's settings: the session config (with the environment's overrides), else what the client is."""
+    kind = config.wave_kind
     if kind is None:
         whole = client_name is not None and any(c in client_name.lower() for c in _WHOLE_WAVE_CLIENTS)
         kind = "whole_wave" if whole else "rolling"
-    if kind not in WAVE_KINDS:
-        raise ConfigError(f"AUDIT_MCP_WAVE_KIND={kind!r}; use one of {', '.join(WAVE_KINDS)}")
-    probe = os.environ.get("AUDIT_MCP_PROBE", "").strip() or config.probe
-    if probe not in PROBE_MODES:
-        raise ConfigError(f"AUDIT_MCP_PROBE={probe!r}; use one of {', '.join(PROBE_MODES)}")
-    return Pacing(timedelta(hours=hours), kind, probe)
+    return Pacing(timedelta(hours=config.half_life_hours), kind, config.probe)
 
 
 def with_observed(limits: ResolvedLimits, learned: Learned) -> ResolvedLimits:
