@@ -1,6 +1,6 @@
 """The audit's deterministic engine: pure where it can be, storage only through ``store``.
 
-Intake (``intake``, ``languages``, ``incremental``), lenses (``lenses``), the
+Intake (``intake``, ``ignores``, ``languages``, ``incremental``), lenses (``lenses``), the
 coverage matrix (``coverage``), packing (``packets``, ``batching``), packet
 and step prompts (``packet_prompts``, ``steps``, ``templates``), the dispatch
 plan document (``dispatch``), the obligation planner (``planner``), validation

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import posixpath
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pathspec
 
 from audit_mcp.core.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.core.errors import ConfigError
+from audit_mcp.engine.ignores import walk_paths
 from audit_mcp.engine.incremental import changed_since
 from audit_mcp.engine.languages import DOC_LANGUAGES, detect_language, import_edges
 from audit_mcp.store.records import FileRow
@@ -89,43 +89,6 @@ def _git_paths(root: Path) -> list[str]:
         message = proc.stderr.decode(errors="replace").strip() if proc else "git is not installed"
         raise ConfigError(f"cannot list the files of {root} with git: {message}")
     return sorted({p.decode("utf-8", errors="surrogateescape") for p in proc.stdout.split(b"\0") if p})
-
-
-def _walk_paths(root: Path) -> list[str]:
-    """Every file under ``root``, honouring each directory's ``.gitignore`` like git does."""
-    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
-    out: list[str] = []
-
-    def ignored(rel: str, is_dir: bool) -> bool:
-        for base, spec in specs:
-            if base and not rel.startswith(base + "/"):
-                continue
-            sub = rel[len(base) + 1 :] if base else rel
-            if spec.match_file(sub + ("/" if is_dir else "")):
-                return True
-        return False
-
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        rel_dir = "" if rel_dir == "." else rel_dir
-        if ".gitignore" in filenames:
-            try:
-                lines = (Path(dirpath) / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                lines = []
-            specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
-        keep = []
-        for d in sorted(dirnames):
-            rel = posixpath.join(rel_dir, d) if rel_dir else d
-            if d == ".git" or ignored(rel, True):
-                continue
-            keep.append(d)
-        dirnames[:] = keep
-        for name in sorted(filenames):
-            rel = posixpath.join(rel_dir, name) if rel_dir else name
-            if not ignored(rel, False):
-                out.append(rel)
-    return sorted(out)
 
 
 def _git_snapshot(root: Path, artifacts_rel: str | None) -> tuple[str | None, bool]:
@@ -258,7 +221,7 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
     if art == real_root or real_root in art.parents:
         artifacts_rel = art.relative_to(real_root).as_posix()
     is_git = _is_git_worktree(real_root)
-    paths = _git_paths(real_root) if is_git else _walk_paths(real_root)
+    paths = _git_paths(real_root) if is_git else walk_paths(real_root)
     excluded = [p for p in (artifacts_rel, ".git") if p]
     changed = changed_since(real_root, config.since, is_git=is_git) if config.since else None
     # git's view of HEAD and dirtiness is read on a thread while this one reads the files.

@@ -1,10 +1,14 @@
 """Named schema migrations, applied in order and recorded in ``migrations``.
 
 SQL here stays portable (no SQLite-only types or functions) so that the same
-schema can be created on PostgreSQL later.
+schema can be created on PostgreSQL later. A migration is a script of several
+statements; ``split_sql`` cuts it where SQLite's own tokenizer says a statement
+ends, so a ``;`` inside a string literal, a comment or a trigger body is kept.
 """
 
 from __future__ import annotations
+
+import sqlite3
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     (
@@ -161,3 +165,22 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         """,
     ),
 )
+
+
+def split_sql(script: str) -> list[str]:
+    """The statements of ``script``, each ending at a ``;`` that SQLite's tokenizer puts outside any string
+    literal, quoted name, comment or trigger body. A statement left unterminated is an error."""
+    statements: list[str] = []
+    pieces = script.split(";")
+    buffer = ""
+    for piece in pieces[:-1]:
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    tail = (buffer + pieces[-1]).strip()
+    # The newline keeps a trailing "--" comment from swallowing the probe's ';'.
+    if tail and not sqlite3.complete_statement(tail + "\n;"):
+        raise ValueError(f"unterminated SQL statement in a migration: {tail[:80]!r}")
+    # A tail of comments only is kept too: executing it is a no-op.
+    return [*statements, tail] if tail else statements

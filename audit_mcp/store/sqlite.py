@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from audit_mcp.store.migrations import MIGRATIONS
+from audit_mcp.store.migrations import MIGRATIONS, split_sql
 from audit_mcp.store.tx import Tx
 
 DB_FILENAME = "audit.sqlite3"
@@ -30,10 +30,10 @@ def connect(path: Path) -> sqlite3.Connection:
 class Store:
     """Opens connections to the database and applies migrations once."""
 
-    def __init__(self, artifacts_dir: Path) -> None:
+    def __init__(self, artifacts_dir: Path, migrations: tuple[tuple[str, str], ...] = MIGRATIONS) -> None:
         self.path = artifacts_dir / DB_FILENAME
         artifacts_dir.mkdir(parents=True, exist_ok=True)
-        self._migrate()
+        self._migrate(migrations)
 
     def _connect(self) -> sqlite3.Connection:
         conn = connect(self.path)
@@ -41,7 +41,7 @@ class Store:
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
-    def _migrate(self) -> None:
+    def _migrate(self, migrations: tuple[tuple[str, str], ...]) -> None:
         conn = self._connect()
         try:
             conn.execute("PRAGMA journal_mode = WAL")
@@ -49,12 +49,11 @@ class Store:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
             done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
-            for name, sql in MIGRATIONS:
+            for name, sql in migrations:
                 if name in done:
                     continue
-                for statement in (s.strip() for s in sql.split(";")):
-                    if statement:
-                        conn.execute(statement)
+                for statement in split_sql(sql):
+                    conn.execute(statement)
                 conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, datetime('now'))", (name,))
             conn.execute("COMMIT")
         except BaseException:

@@ -1,0 +1,63 @@
+"""Migrations are cut into statements by SQLite's own tokenizer, so a ';' inside a literal is data."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from audit_mcp.store.migrations import MIGRATIONS, split_sql
+from audit_mcp.store.sqlite import Store
+
+SCRIPT = """
+CREATE TABLE note (id INTEGER PRIMARY KEY, body TEXT);
+CREATE TABLE log (msg TEXT);
+CREATE TRIGGER noted AFTER INSERT ON note BEGIN
+  INSERT INTO log VALUES ('inserted; ' || new.body);
+END;
+INSERT INTO note (body) VALUES ('a;b'), ('it''s; fine');
+-- a comment; with a semicolon
+/* block; comment */ INSERT INTO "note" (body) VALUES ('x;y')
+"""
+
+
+def test_a_semicolon_inside_a_literal_a_comment_or_a_trigger_body_does_not_end_a_statement() -> None:
+    statements = split_sql(SCRIPT)
+    assert len(statements) == 5  # a comment belongs to the statement after it
+    assert statements[2].startswith("CREATE TRIGGER noted") and statements[2].endswith("END;")
+    assert statements[3] == "INSERT INTO note (body) VALUES ('a;b'), ('it''s; fine');"
+    assert statements[4].endswith("""INSERT INTO "note" (body) VALUES ('x;y')""")  # the last needs no ';'
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["SELECT 'unterminated; literal", "CREATE TRIGGER t AFTER INSERT ON x BEGIN SELECT 1;", "/* open; comment"],
+    ids=["literal", "trigger-without-end", "comment"],
+)
+def test_an_unterminated_statement_is_an_error_not_a_guess(script: str) -> None:
+    with pytest.raises(ValueError, match="unterminated SQL statement"):
+        split_sql(script)
+
+
+def test_a_migration_with_literals_and_a_trigger_applies_through_the_store(tmp_path: Path) -> None:
+    store = Store(tmp_path, migrations=(*MIGRATIONS, ("9999_notes", SCRIPT)))
+    assert "9999_notes" in store.applied_migrations()
+    conn = sqlite3.connect(tmp_path / "audit.sqlite3")
+    try:
+        assert [r[0] for r in conn.execute("SELECT body FROM note ORDER BY id")] == ["a;b", "it's; fine", "x;y"]
+        assert [r[0] for r in conn.execute("SELECT msg FROM log")] == [
+            "inserted; a;b",
+            "inserted; it's; fine",
+            "inserted; x;y",
+        ]
+    finally:
+        conn.close()
+    Store(tmp_path, migrations=(*MIGRATIONS, ("9999_notes", SCRIPT)))  # applied once: a second open changes nothing
+
+
+def test_the_shipped_migrations_split_into_complete_statements() -> None:
+    for name, sql in MIGRATIONS:
+        statements = split_sql(sql)
+        assert statements, name
+        assert all(sqlite3.complete_statement(s if s.endswith(";") else s + ";") for s in statements), name
