@@ -39,7 +39,8 @@ def answer_key() -> dict[str, Any]:
 def plain_repo(tmp_path: Path) -> Path:
     """The planted fixture as a plain directory (no git), with an ignored log file beside it."""
     root = tmp_path / "planted_app"
-    shutil.copytree(FIXTURES / "planted_app", root)
+    # What a person's own run left in the fixture (its artifacts directory) is never part of the copy.
+    shutil.copytree(FIXTURES / "planted_app", root, ignore=shutil.ignore_patterns(".audit-mcp"))
     (root / "debug.log").write_text("request served\n")
     return root
 

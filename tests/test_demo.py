@@ -5,6 +5,7 @@ from __future__ import annotations
 import email
 import json
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -143,3 +144,23 @@ def test_install_lines_name_the_distribution_not_the_unrelated_project() -> None
         installs = re.findall(r"pip install ([^\s&`]+)", text)
         assert "audit-mcp-server" in installs, doc
         assert "audit-mcp" not in installs, f"{doc} installs the unrelated 'audit-mcp' from the package index"
+
+
+def test_the_demo_ignores_an_audit_someone_ran_on_the_bundled_fixture_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from audit_mcp.surfaces import demo
+    from audit_mcp.usecases.service import AuditService
+
+    bundled = tmp_path / "bundled"
+    shutil.copytree(demo.fixtures_dir(), bundled)
+    # What `audit-mcp next-step --root fixtures/planted_app` leaves there: an audit in flight, dispatched.
+    AuditService(bundled / "planted_app").next_step({"can_dispatch_subagents": True})
+    monkeypatch.setattr(demo, "fixtures_dir", lambda: bundled)
+    assert main(["demo", "--dir", str(tmp_path / "out")]) == 0
+    assert "completeness complete" in capsys.readouterr().out
+    plan = json.loads(
+        (tmp_path / "out" / "planted_app" / ".audit-mcp" / "runs" / "A1-R1" / "dispatch-plan.json").read_text()
+    )
+    # Its own audit: the packets' prompts live in the demo's copy, not in the bundled fixture's leftovers.
+    assert all(p["prompt_path"].startswith(str(tmp_path / "out")) for p in plan["packets"])

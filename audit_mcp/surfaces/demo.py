@@ -19,6 +19,7 @@ from typing import Any
 
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.usecases.service import AuditService
+from audit_mcp.usecases.workspace import ARTIFACTS_DIRNAME
 
 FIXTURE_NAME = "planted_app"
 REVIEWER_LABEL = "scripted reviewer (replays the fixture's answer key; no model judged this code)"
@@ -100,7 +101,8 @@ def copy_fixture(into: Path | None) -> Path:
     if target.exists():
         raise ConfigError(f"{target} already exists; pass --dir with an empty or new folder")
     parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(fixtures_dir() / FIXTURE_NAME, target)
+    # An earlier audit of the bundled fixture itself (its artifacts directory) never comes along.
+    shutil.copytree(fixtures_dir() / FIXTURE_NAME, target, ignore=shutil.ignore_patterns(ARTIFACTS_DIRNAME))
     return target
 
 
