@@ -4,55 +4,49 @@ the coverage of every cell whose file content is unchanged (by content hash), wi
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 from audit_mcp.core.errors import ConfigError
+from audit_mcp.engine.git import GitReader, paths_of
 from audit_mcp.store.records import DONE_STATES
 from audit_mcp.store.tx import Tx
 
 _FINDING_META = ("finding_id", "run_id", "packet_id", "task_id", "lens")
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(root), *args],
-            capture_output=True,
-            check=False,
-            timeout=120,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-        )
-    except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
-        raise ConfigError(f"cannot run git to resolve `since`: {exc}") from exc
+def changed_since(git: GitReader | None, root: Path, ref: str) -> set[str]:
+    """Repo-relative paths that differ between ``ref`` and the working tree, plus untracked files.
 
-
-def changed_since(root: Path, ref: str, *, is_git: bool) -> set[str]:
-    """Repo-relative paths that differ between ``ref`` and the working tree, plus untracked files."""
-    if not is_git:
+    ``git`` is ``None`` when the root is not a git work tree (``since`` then cannot be honoured).
+    """
+    if git is None:
         raise ConfigError(
             f'`since = "{ref}"` needs a git repository, and {root} is not one; drop `since` '
             "from the session config to audit every file"
         )
-    if ref.startswith("-"):
+    if ref.startswith("-") or not ref.isprintable():
         raise ConfigError(f"`since` must name a git ref such as main or a commit id, not {ref!r}")
-    commit = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    if commit.returncode != 0:
+    commit = git.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    if commit is None or commit.returncode != 0:
         raise ConfigError(
             f'`since = "{ref}"` is not a commit in {root}; give a branch, tag or commit id that `git rev-parse` knows'
         )
     sha = commit.stdout.decode().strip()
-    diff = _git(root, "diff", "--name-only", "-z", "--no-renames", sha, "--")
-    others = _git(root, "ls-files", "-z", "--others", "--exclude-standard")
-    out: set[str] = set()
-    for proc in (diff, others):
-        if proc.returncode != 0:
-            raise ConfigError(
-                f"git could not list the changes since {ref}: {proc.stderr.decode(errors='replace').strip()}"
-            )
-        out.update(p.decode("utf-8", errors="surrogateescape") for p in proc.stdout.split(b"\0") if p)
-    return out
+    what = f"list the changes since {ref} with git"
+    diff = git.require(
+        what,
+        "diff",
+        "--name-only",
+        "-z",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--ignore-submodules=all",
+        sha,
+        "--",
+    )
+    others = git.require(what, "ls-files", "-z", "--others", "--exclude-standard")
+    return set(paths_of(diff)) | set(paths_of(others))
 
 
 def carry_forward(tx: Tx, audit_id: int, now: str, *, enabled: bool = True) -> tuple[dict[str, str], int | None]:

@@ -6,7 +6,6 @@ import errno
 import hashlib
 import os
 import stat
-import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ import pathspec
 
 from audit_mcp.core.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.core.errors import ConfigError
+from audit_mcp.engine.git import GitReader, paths_of
 from audit_mcp.engine.ignores import walk_paths
 from audit_mcp.engine.incremental import changed_since
 from audit_mcp.engine.languages import DOC_LANGUAGES, detect_language, import_edges
@@ -65,36 +65,17 @@ class Manifest:
     in_scope: list[FileRow] = field(default_factory=list)
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(root), *args],
-            capture_output=True,
-            check=False,
-            timeout=120,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-        )
-    except (FileNotFoundError, subprocess.TimeoutExpired):
-        return None
+def _git_paths(git: GitReader) -> list[str]:
+    listing = git.require(
+        "list the files of the repository with git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"
+    )
+    return sorted(set(paths_of(listing)))
 
 
-def _is_git_worktree(root: Path) -> bool:
-    proc = _git(root, "rev-parse", "--is-inside-work-tree")
-    return proc is not None and proc.returncode == 0 and proc.stdout.strip() == b"true"
-
-
-def _git_paths(root: Path) -> list[str]:
-    proc = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    if proc is None or proc.returncode != 0:
-        message = proc.stderr.decode(errors="replace").strip() if proc else "git is not installed"
-        raise ConfigError(f"cannot list the files of {root} with git: {message}")
-    return sorted({p.decode("utf-8", errors="surrogateescape") for p in proc.stdout.split(b"\0") if p})
-
-
-def _git_snapshot(root: Path, artifacts_rel: str | None) -> tuple[str | None, bool]:
-    head = _git(root, "rev-parse", "HEAD")
+def _git_snapshot(git: GitReader, artifacts_rel: str | None) -> tuple[str | None, bool]:
+    head = git.run("rev-parse", "--verify", "--quiet", "HEAD")
     head_sha = head.stdout.decode().strip() if head is not None and head.returncode == 0 else None
-    status = _git(root, "status", "--porcelain", "-z")
+    status = git.run("status", "--porcelain", "-z", "--ignore-submodules=all")
     dirty = False
     if status is not None and status.returncode == 0:
         for entry in status.stdout.split(b"\0"):
@@ -220,13 +201,14 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
     art = artifacts_dir.resolve()
     if art == real_root or real_root in art.parents:
         artifacts_rel = art.relative_to(real_root).as_posix()
-    is_git = _is_git_worktree(real_root)
-    paths = _git_paths(real_root) if is_git else walk_paths(real_root)
+    git = GitReader(real_root)
+    is_git = git.work_tree() is not None
+    paths = _git_paths(git) if is_git else walk_paths(real_root)
     excluded = [p for p in (artifacts_rel, ".git") if p]
-    changed = changed_since(real_root, config.since, is_git=is_git) if config.since else None
+    changed = changed_since(git if is_git else None, real_root, config.since) if config.since else None
     # git's view of HEAD and dirtiness is read on a thread while this one reads the files.
     with ThreadPoolExecutor(1) as pool:
-        snapshot = pool.submit(_git_snapshot, real_root, artifacts_rel) if is_git else None
+        snapshot = pool.submit(_git_snapshot, git, artifacts_rel) if is_git else None
         rows: list[FileRow] = []
         texts: dict[str, str] = {}
         for rel in _filter(paths, config, excluded):
