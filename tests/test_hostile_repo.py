@@ -90,7 +90,7 @@ def credential_helper(repo: Path, marker: Path, mp: pytest.MonkeyPatch) -> None:
 def global_and_system_config(repo: Path, marker: Path, mp: pytest.MonkeyPatch) -> None:
     home = repo.parent / "evil-home"
     home.mkdir(exist_ok=True)
-    hostile = f"[core]\n\tfsmonitor = \"{_touch(marker)}; false\"\n"
+    hostile = f'[core]\n\tfsmonitor = "{_touch(marker)}; false"\n'
     (home / ".gitconfig").write_text(hostile)
     (home / "system-gitconfig").write_text(hostile)
     mp.setenv("HOME", str(home))
@@ -182,9 +182,7 @@ def test_nothing_a_hostile_repository_names_is_run_by_intake_or_since(
     assert not marker.exists(), f"the repository's {vector.__name__} ran a program"
 
 
-def test_git_writes_nothing_into_the_repository_metadata(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_git_writes_nothing_into_the_repository_metadata(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = hostile_repo(tmp_path)
     _dirty(repo)
     index = repo / ".git" / "index"
