@@ -4,7 +4,14 @@ through the CLI, as a real worker would. Behaviour switches (environment):
 - SCRIPTED_WORKER_STATE: a folder where it leaves `<packet_id>.started` / `.done` markers;
 - SCRIPTED_WORKER_429: part of a packet id; those packets fail with a provider's rate-limit text instead;
 - SCRIPTED_WORKER_HANG_AFTER: hang (until `release` appears in the state folder, at most 30 s) once this
-  many packets are done.
+  many packets are done;
+- SCRIPTED_WORKER_FILE_ONLY: write the results file (leaving `<packet_id>.written`) and exit 0, never submit;
+- SCRIPTED_WORKER_DIE_AFTER_WRITE: part of a packet id; those workers write their file, then kill themselves;
+- SCRIPTED_WORKER_HANG_AFTER_WRITE: part of a packet id; those write their file, leave `.written` (and write
+  their packet id into `written.fifo` when the test made one), then hang (until `release`, at most 30 s)
+  without submitting;
+- SCRIPTED_WORKER_BREAK: part of a packet id; those write a results file that fails validation (a finding
+  whose evidence is not in the file) and exit 0 without submitting.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -57,8 +65,41 @@ def main() -> int:
     packet = next(p for p in plan["packets"] if p["packet_id"] == args.packet)
     assert Path(args.prompt).is_file() and packet["prompt_path"] == args.prompt
     results = Path(env["AUDIT_MCP_ARTIFACTS_DIR"]) / "runs" / args.run / "results" / f"{args.packet}.json"
-    results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text(json.dumps(AnswerKeyReviewer(answer_key()).results(packet)))
+    assert str(results) == env["AUDIT_MCP_RESULTS_PATH"] and results.parent.is_dir()
+    answer = AnswerKeyReviewer(answer_key()).results(packet)
+    broken = env.get("SCRIPTED_WORKER_BREAK")
+    if broken and broken in args.packet:
+        answer[0]["findings"] = [
+            {
+                "title": "Invented",
+                "severity": "low",
+                "confidence": "low",
+                "category": "made-up",
+                "file": packet["tasks"][0]["file"],
+                "start_line": 1,
+                "end_line": 1,
+                "evidence": "this line is in no file at all",
+                "description": "It is not there.",
+                "recommendation": "None.",
+            }
+        ]
+    results.write_text(json.dumps(answer))
+    if state:
+        (state / f"{args.packet}.written").touch()
+        fifo = state / "written.fifo"
+        if fifo.exists():  # a test waits on it for the file to be written
+            with fifo.open("w") as handle:
+                handle.write(args.packet)
+    if env.get("SCRIPTED_WORKER_FILE_ONLY") or (broken and broken in args.packet):
+        return 0
+    if env.get("SCRIPTED_WORKER_DIE_AFTER_WRITE") and env["SCRIPTED_WORKER_DIE_AFTER_WRITE"] in args.packet:
+        os.kill(os.getpid(), signal.SIGKILL)
+    hang_after_write = env.get("SCRIPTED_WORKER_HANG_AFTER_WRITE")
+    if state and hang_after_write and hang_after_write in args.packet:
+        deadline = time.monotonic() + 30
+        while not (state / "release").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return 1
     exe = str(Path(sys.executable).with_name("audit-mcp"))
     proc = subprocess.run(
         [

@@ -69,12 +69,21 @@ class Receipt(BaseModel):
     run_id: str
     packet_id: str
     duplicate: bool = False
+    dry_run: bool = Field(default=False, description="True when nothing was recorded (validate_results).")
     errors: list[Problem] = Field(default_factory=list)
     warnings: list[Problem] = Field(default_factory=list)
     tasks_covered: int = 0
     tasks_open: int = 0
     findings_kept: int = 0
     next_action: str
+
+
+class FileReceipt(BaseModel):
+    """The receipt of one results file of ``ingest-results`` or ``validate-results``."""
+
+    file: str
+    packet_id: str
+    receipt: Receipt
 
 
 class RequeuedTask(BaseModel):
@@ -95,6 +104,13 @@ class MergeSummary(BaseModel):
     tasks_failed: int
     requeued: list[RequeuedTask] = Field(description="At most 50 entries; the report names every gap.")
     failure_kinds: dict[str, int] = Field(default_factory=dict)
+    ingested_from_files: list[str] = Field(
+        default_factory=list, description="Packets never submitted whose results file was valid and is now recorded."
+    )
+    invalid_results_files: dict[str, str] = Field(
+        default_factory=dict,
+        description="Packets whose results file was refused, with its errors; they are handed out again.",
+    )
     coverage: dict[str, int]
     completeness: str
     next_action: str

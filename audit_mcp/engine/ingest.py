@@ -9,6 +9,10 @@ from audit_mcp.core.models import RequeuedTask
 from audit_mcp.store.records import Cell, CellState, PacketRow, RunRow, Verdict
 from audit_mcp.store.tx import Tx
 
+INVALID_RESULTS = "invalid_results"
+"""The failure kind of a packet whose results file was refused when its run was merged."""
+_REASON_CHARS = {INVALID_RESULTS: 1500}  # the next prompt quotes a refused file's errors, so keep them whole
+
 
 @dataclass
 class IngestOutcome:
@@ -78,7 +82,8 @@ def ingest_run(
                 f"retry cannot fix: {text[:500]}. Fix it, then call next_step with retry_blocked=true.",
             )
         for cell in cells.values():
-            out.requeued.append(_requeue(tx, audit_id, cell, max_attempts, f"{kind}: {text[:200]}", now))
+            why = f"{kind}: {text[: _REASON_CHARS.get(kind, 200)]}"
+            out.requeued.append(_requeue(tx, audit_id, cell, max_attempts, why, now))
     if packets and out.failed == len(packets) and len(signatures) == 1:
         _stop_on_repeat(tx, audit_id, run, signatures.pop())
     return out

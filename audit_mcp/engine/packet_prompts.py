@@ -97,13 +97,27 @@ def _skeleton(cells: Sequence[Cell]) -> str:
 
 
 def _previous(cells: Sequence[Cell]) -> str:
-    notes = sorted({f"- {c.task_id} (`{c.path}`, {c.lens}): {c.reason}" for c in cells if c.attempts and c.reason})
+    by_reason: dict[str, list[Cell]] = defaultdict(list)
+    for c in cells:
+        if c.attempts and c.reason:
+            by_reason[c.reason].append(c)
+    # One line per distinct trouble: a refused results file's errors are quoted once, not once per task.
+    notes = sorted(f"- {_which(group)}: {reason}" for reason, group in by_reason.items())
     if not notes:
         return "This is the first attempt at these tasks."
     return (
         "These tasks were handed out before and not finished. What went wrong then; avoid it this time "
         "(for example, submit partial work early rather than run out of budget):\n" + "\n".join(notes)
     )
+
+
+def _which(cells: Sequence[Cell]) -> str:
+    """A group of tasks in a few words: their ids (or a count and range), files and lenses."""
+    ids = sorted(c.task_id for c in cells)
+    tasks = ", ".join(ids) if len(ids) <= 6 else f"{len(ids)} tasks, {ids[0]} to {ids[-1]}"
+    paths = sorted({c.path for c in cells})
+    files = ", ".join(f"`{p}`" for p in paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+    return f"{tasks} ({files}; {', '.join(sorted({c.lens for c in cells}))})"
 
 
 def render_packet_prompt(

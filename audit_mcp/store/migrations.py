@@ -164,6 +164,12 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX cells_queue ON cells (audit_id, state, path, start_line, end_line, lens)
         """,
     ),
+    (
+        "0006_submission_origin",
+        """
+        ALTER TABLE submissions ADD COLUMN origin TEXT
+        """,
+    ),
 )
 
 

@@ -141,12 +141,22 @@ class RunQueries(Queries):
         row = self.conn.execute("SELECT digest, payload FROM submissions WHERE packet_id = ?", (packet_id,)).fetchone()
         return None if row is None else (row[0], json.loads(row[1]))
 
-    def put_submission(self, packet_id: str, run_id: str, digest: str, payload: dict[str, Any], now: str) -> None:
+    def put_submission(
+        self, packet_id: str, run_id: str, digest: str, payload: dict[str, Any], now: str, origin: str | None = None
+    ) -> None:
+        """Record an accepted submission; ``origin`` names a results file it was ingested from (None: a call)."""
         self.conn.execute("DELETE FROM submissions WHERE packet_id = ?", (packet_id,))
         self.conn.execute(
-            "INSERT INTO submissions (packet_id, run_id, digest, payload, accepted_at) VALUES (?,?,?,?,?)",
-            (packet_id, run_id, digest, json.dumps(payload, sort_keys=True), now),
+            "INSERT INTO submissions (packet_id, run_id, digest, payload, accepted_at, origin) VALUES (?,?,?,?,?,?)",
+            (packet_id, run_id, digest, json.dumps(payload, sort_keys=True), now, origin),
         )
+
+    def submission_record(self, packet_id: str) -> dict[str, Any] | None:
+        """When and how a packet's accepted submission arrived: ``{accepted_at, origin, digest}``."""
+        row = self.conn.execute(
+            "SELECT accepted_at, origin, digest FROM submissions WHERE packet_id = ?", (packet_id,)
+        ).fetchone()
+        return None if row is None else dict(row)
 
     def submitted_packet_ids(self, run_id: str) -> set[str]:
         rows = self.conn.execute("SELECT packet_id FROM submissions WHERE run_id = ?", (run_id,))

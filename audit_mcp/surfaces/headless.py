@@ -1,68 +1,45 @@
 """Headless runs: the server launches its own review workers as subprocesses, for CI and hosts without subagents.
 
-Each packet of a run gets one worker, started from a command template with the
-packet's prompt path, run id, packet id, root and dispatch-plan path filled in
-(shell-quoted) and also set as ``AUDIT_MCP_*`` environment variables. Workers
-submit through ``audit-mcp submit-packet``. At most ``wave_size`` workers run
-at once (a sliding window: a finished worker's slot is refilled at once, but
-no packet starts before its ``not_before_seconds`` in the plan); a
-worker that fails rate-limited halves the window for the rest of the run, and
-its error text is handed to ``merge_and_ingest`` so the scheduler sets a
-cooldown, which the next run waits out (or stops at, past ``max_wait``).
-An interrupted run resumes: the open run's unsubmitted packets are relaunched.
+Each packet of a run gets one worker (see ``workers``). In the default ``submit`` mode a worker submits
+through ``audit-mcp submit-packet``; in ``file`` mode it only writes its results file (the packet prompt's
+path, also ``{results_path}``), which the runner checks and records the moment the worker exits. Either
+way a results file left by a worker that died after writing it counts: the work is kept, not redone.
+At most ``wave_size`` workers run at once (a sliding window: a finished worker's slot is refilled at
+once, but no packet starts before its ``not_before_seconds`` in the plan); a worker that fails
+rate-limited halves the window for the rest of the run, and its error text is handed to
+``merge_and_ingest`` so the scheduler sets a cooldown, which the next run waits out (or stops at, past
+``max_wait``). ``max_runs`` stops after that many review runs. An interrupted run resumes: the open
+run's packets without recorded work are relaunched.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.core.models import Step
 from audit_mcp.scheduling.failures import classify
+from audit_mcp.surfaces.workers import Worker, fill_template, launch, reap, stop, tail, wait_a_little, worker_env
 from audit_mcp.usecases.service import AuditService
+
+__all__ = ["HeadlessResult", "HeadlessRunner", "fill_template", "interrupt_on_sigterm", "print_result", "worker_env"]
 
 EXIT_COMPLETE, EXIT_PARTIAL, EXIT_BLOCKED = 0, 3, 4
 CLIENT_NAME = "audit-mcp-run"
-_FIELDS = ("prompt_path", "run_id", "packet_id", "root", "dispatch_plan")
-_PLACEHOLDER = re.compile(r"\{(" + "|".join(_FIELDS) + r")\}")
-_TAIL_CHARS = 4000
-_POLL_SECONDS = 0.05
+WorkerMode = Literal["submit", "file"]
+_REFUSED_FILE = "the worker's results file"
+WORKER_MODES: tuple[WorkerMode, ...] = ("submit", "file")
 
 Say = Callable[[str], None]
 Sleep = Callable[[float], None]
-
-
-def fill_template(template: str, values: Mapping[str, str]) -> str:
-    """The worker command: each ``{field}`` replaced by its shell-quoted value; other braces untouched."""
-    return _PLACEHOLDER.sub(lambda m: shlex.quote(values[m.group(1)]), template)
-
-
-def worker_env(values: Mapping[str, str], artifacts_dir: Path, base: Mapping[str, str]) -> dict[str, str]:
-    env = dict(base)
-    env.update({f"AUDIT_MCP_{name.upper()}": values[name] for name in _FIELDS})
-    env["AUDIT_MCP_ARTIFACTS_DIR"] = str(artifacts_dir)
-    return env
-
-
-@dataclass
-class _Worker:
-    packet_id: str
-    process: subprocess.Popen[bytes]
-    started: float
-    stdout: Path
-    stderr: Path
-    handles: tuple[Any, Any]
 
 
 @dataclass
@@ -87,6 +64,9 @@ class HeadlessRunner:
         timeout: float = 1800.0,
         max_wait: float = 900.0,
         model: str | None = None,
+        worker_mode: WorkerMode = "submit",
+        since: str | None = None,
+        max_runs: int | None = None,
         say: Say = lambda _line: None,
         sleep: Sleep = time.sleep,  # only for rate-limit cooldowns
         env: Mapping[str, str] | None = None,
@@ -97,12 +77,19 @@ class HeadlessRunner:
             raise ConfigError("--max-workers must be between 1 and 64")
         if timeout <= 0:
             raise ConfigError("--timeout must be a positive number of seconds")
+        if worker_mode not in WORKER_MODES:
+            raise ConfigError(f"--worker-mode must be one of {', '.join(WORKER_MODES)}, not {worker_mode!r}")
+        if max_runs is not None and max_runs < 1:
+            raise ConfigError("--max-runs must be at least 1")
         self.service = service
         self.template = template
         self.max_workers = max_workers
         self.timeout = timeout
         self.max_wait = max_wait
         self.model = model
+        self.worker_mode = worker_mode
+        self.since = since
+        self.max_runs = max_runs
         self.say = say
         self.sleep = sleep
         self.env = dict(os.environ if env is None else env)
@@ -113,9 +100,16 @@ class HeadlessRunner:
             "max_active_subagents": self.max_workers,
             "model": self.model,
         }
-        step = self.service.next_step(caps, client_name=CLIENT_NAME)
+        step = self.service.next_step(caps, client_name=CLIENT_NAME, since=self.since)
         result = HeadlessResult(EXIT_PARTIAL, "partial", "", step)
         while step.step_kind in ("dispatch_review", "single_task_fallback") and step.run_id:
+            if self.max_runs is not None and len(result.runs) >= self.max_runs:
+                result.message = (
+                    f"stopped after {len(result.runs)} review run(s) (--max-runs {self.max_runs}) with work still "
+                    "open; run the same command again to go on"
+                )
+                result.step = step
+                return result
             plan = json.loads(self.service.plan_path(step.run_id).read_text(encoding="utf-8"))
             wait = self._cooldown_seconds(plan)
             if wait > self.max_wait:
@@ -131,9 +125,12 @@ class HeadlessRunner:
             result.runs.append(step.run_id)
             failures = self._run_packets(step.run_id, plan)
             result.failures.update(failures)
-            summary = self.service.merge_and_ingest(
-                step.run_id, [{"packet_id": p, "error": e} for p, e in failures.items()], actor="headless"
-            )
+            # A refused results file is not an error the worker saw: the merge reads the file again and
+            # hands the packet out with the file's errors.
+            seen = [{"packet_id": p, "error": e} for p, e in failures.items() if not e.startswith(_REFUSED_FILE)]
+            summary = self.service.merge_and_ingest(step.run_id, seen, actor="headless")
+            for packet_id in summary.ingested_from_files:
+                result.failures.pop(packet_id, None)
             self.say(
                 f"run {step.run_id} merged: {summary.tasks_covered} task(s) covered, {summary.packets_failed} "
                 f"packet(s) failed, completeness {summary.completeness}"
@@ -180,7 +177,7 @@ class HeadlessRunner:
         # from the first outstanding packet when the run resumes).
         base = min((float(p.get("not_before_seconds") or 0.0) for p in queue), default=0.0)
         first_start: float | None = None
-        running: list[_Worker] = []
+        running: list[Worker] = []
         failures: dict[str, str] = {}
         try:
             while queue or running:
@@ -196,16 +193,18 @@ class HeadlessRunner:
                 if not running:
                     time.sleep(min(due, 1.0))  # only a paced launch is waiting
                     continue
-                finished = self._reap(running)
+                finished = reap(running, self.timeout)
                 if not finished:
-                    _wait_a_little(running[0])
+                    wait_a_little(running[0])
                     continue
                 for worker, timed_out in finished:
                     error = self._outcome(run_id, worker, timed_out)
                     if error is None:
-                        self.say(f"  {worker.packet_id}: submitted")
                         continue
                     failures[worker.packet_id] = error
+                    if error.startswith(_REFUSED_FILE):
+                        self.say(f"  {worker.packet_id}: its results file was refused; it is handed out again")
+                        continue
                     kind = classify(error).kind
                     self.say(f"  {worker.packet_id}: failed ({kind}); output in {worker.stderr}")
                     if kind == "rate_limited" and window > 1:
@@ -213,88 +212,51 @@ class HeadlessRunner:
                         self.say(f"  rate-limited: at most {window} worker(s) at a time for the rest of this run")
         finally:
             for worker in running:
-                _stop(worker)
+                stop(worker)
         return failures
 
-    def _launch(self, run_id: str, packet: Mapping[str, Any]) -> _Worker:
+    def _launch(self, run_id: str, packet: Mapping[str, Any]) -> Worker:
+        results = self.service.results_path(run_id, packet["packet_id"])
+        results.parent.mkdir(parents=True, exist_ok=True)  # a worker that only writes files needs the folder
         values = {
             "prompt_path": str(packet["prompt_path"]),
             "run_id": run_id,
             "packet_id": packet["packet_id"],
             "root": str(self.service.root),
             "dispatch_plan": str(self.service.plan_path(run_id)),
+            "results_path": str(results),
         }
-        logs = self.service.run_dir(run_id) / "workers"
-        logs.mkdir(parents=True, exist_ok=True)
-        out_path, err_path = logs / f"{packet['packet_id']}.stdout", logs / f"{packet['packet_id']}.stderr"
-        out, err = out_path.open("ab"), err_path.open("ab")
-        stamp = f"--- audit-mcp: worker started {datetime.now(UTC).isoformat(timespec='seconds')} ---\n".encode()
-        out.write(stamp)
-        err.write(stamp)
-        out.flush()
-        err.flush()
-        # The template is the operator's own command line (from --worker), so it runs through the shell.
-        process = subprocess.Popen(
+        env = worker_env(values, self.service.artifacts_dir, self.env)
+        env["AUDIT_MCP_RESULTS_MODE"] = self.worker_mode
+        worker = launch(
             fill_template(self.template, values),
-            shell=True,
-            cwd=self.service.root,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            env=worker_env(values, self.service.artifacts_dir, self.env),
-            start_new_session=True,
+            packet["packet_id"],
+            self.service.run_dir(run_id) / "workers",
+            self.service.root,
+            env,
         )
         self.say(f"  {packet['packet_id']}: worker started ({len(packet['tasks'])} task(s))")
-        return _Worker(packet["packet_id"], process, time.monotonic(), out_path, err_path, (out, err))
+        return worker
 
-    def _reap(self, running: list[_Worker]) -> list[tuple[_Worker, bool]]:
-        finished = []
-        for worker in list(running):
-            timed_out = False
-            if worker.process.poll() is None:
-                if time.monotonic() - worker.started < self.timeout:
-                    continue
-                _stop(worker)
-                timed_out = True
-            running.remove(worker)
-            for handle in worker.handles:
-                handle.close()
-            finished.append((worker, timed_out))
-        return finished
-
-    def _outcome(self, run_id: str, worker: _Worker, timed_out: bool) -> str | None:
-        """None when the packet was submitted; else the error text to report for it."""
+    def _outcome(self, run_id: str, worker: Worker, timed_out: bool) -> str | None:
+        """None when the packet's work is recorded (submitted, or its results file); else the error to report."""
         if worker.packet_id in self._submitted(run_id):
+            self.say(f"  {worker.packet_id}: submitted")
             return None
+        receipt = self.service.collect_results_file(run_id, worker.packet_id)
+        if receipt is not None and receipt.accepted:
+            self.say(f"  {worker.packet_id}: results file accepted")
+            return None
+        path = self.service.results_path(run_id, worker.packet_id)
+        if receipt is not None:
+            problems = "; ".join(f"{e.location}: {e.message}" for e in receipt.errors[:5])
+            return f"{_REFUSED_FILE} {path} was refused: {problems}"
+        missing = f"without writing its results file {path}" if self.worker_mode == "file" else "without submitting"
         if timed_out:
-            return f"the worker timed out after {self.timeout:.0f}s without submitting"
+            return f"the worker timed out after {self.timeout:.0f}s {missing}"
         code = worker.process.returncode
-        tail = _tail(worker.stderr) or _tail(worker.stdout)
-        return f"the worker exited with code {code} without submitting: {tail}".strip()
-
-
-def _wait_a_little(worker: _Worker) -> None:
-    """Block briefly on one running worker, so the loop neither spins nor misses another's exit for long."""
-    try:
-        worker.process.wait(timeout=_POLL_SECONDS)
-    except subprocess.TimeoutExpired:
-        return
-
-
-def _stop(worker: _Worker) -> None:
-    if worker.process.poll() is not None:
-        return
-    try:
-        os.killpg(worker.process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    worker.process.wait()
-
-
-def _tail(path: Path) -> str:
-    text = path.read_bytes()[-_TAIL_CHARS:].decode("utf-8", errors="replace")
-    lines = [line for line in text.splitlines() if not line.startswith("--- audit-mcp: worker started")]
-    return "\n".join(lines).strip()
+        output = tail(worker.stderr) or tail(worker.stdout)
+        return f"the worker exited with code {code} {missing}: {output}".strip()
 
 
 def interrupt_on_sigterm() -> None:

@@ -11,10 +11,11 @@ from audit_mcp.core.progress import Progress, tell
 from audit_mcp.core.text import clean_text, id_problem
 from audit_mcp.engine import drift
 from audit_mcp.engine.coverage import completeness, totals
-from audit_mcp.engine.ingest import ingest_run
+from audit_mcp.engine.ingest import INVALID_RESULTS, ingest_run
 from audit_mcp.scheduling.failures import NOT_SUBMITTED, classify
 from audit_mcp.scheduling.pacing import pacing_settings, run_outcome
 from audit_mcp.store.records import FileRow
+from audit_mcp.usecases.deferred import ingest_deferred
 from audit_mcp.usecases.rates import learn_from_run
 from audit_mcp.usecases.workspace import Workspace
 
@@ -42,6 +43,9 @@ def merge_and_ingest(
     half_life = pacing_settings(config.scheduler, None).half_life
     now = ws.now()
     tell(progress, 1, 2, f"merging run {run_id} ({len(reported)} packet(s) reported failed)")
+    deferred = ingest_deferred(ws, run_id, final=True)
+    for packet_id in deferred.ingested:
+        reported.pop(packet_id, None)  # its worker failed after writing the answer: the work is done
     changed = drift.detect(ws.root, config, _run_files(ws, run_id))
     with ws.store.write() as tx:
         run = tx.run(run_id)  # the whole plan: what the run was scheduled for
@@ -72,7 +76,7 @@ def merge_and_ingest(
             )
         submitted = tx.submitted_packet_ids(run_id)
         failed = {
-            p.packet_id: _failure(reported.get(p.packet_id, NOT_SUBMITTED))
+            p.packet_id: _failure(reported.get(p.packet_id), deferred.refused.get(p.packet_id))
             for p in packets
             if p.packet_id not in submitted
         }
@@ -121,15 +125,23 @@ def merge_and_ingest(
         tasks_failed=len(outcome.requeued) - len(still),
         requeued=outcome.requeued[:MAX_REQUEUED_LISTED],
         failure_kinds=outcome.kinds,
+        ingested_from_files=deferred.ingested,
+        invalid_results_files=deferred.refused,
         coverage=totals(counts),
         completeness=completeness(counts),
         next_action="Call next_step now: it hands out what is still open, or writes the report.",
     )
 
 
-def _failure(text: str) -> tuple[str, str]:
-    """A failed packet's kind (from the error text the host saw) and that text."""
-    return classify(text).kind, text
+def _failure(reported: str | None, refused_file: str | None) -> tuple[str, str]:
+    """A failed packet's kind (from the error text the host saw, or its refused results file) and its text."""
+    if refused_file is None:
+        text = reported or NOT_SUBMITTED
+        return classify(text).kind, text
+    if reported is None:
+        return INVALID_RESULTS, refused_file
+    kind = classify(reported).kind  # an error the host saw (say, an expired key) outranks a half-written file
+    return (INVALID_RESULTS if kind == "other" else kind), f"{refused_file}; the host reported: {reported}"
 
 
 def _run_files(ws: Workspace, run_id: str) -> list[FileRow]:

@@ -16,7 +16,7 @@ from audit_mcp.engine.planner import Decision, Executor, Obligation, PlannerStat
 from audit_mcp.scheduling.leases import expired_failures
 from audit_mcp.store.records import AuditRow, CellState
 from audit_mcp.store.tx import Tx
-from audit_mcp.usecases import dispatching, merging, reporting, starting, stepping
+from audit_mcp.usecases import deferred, dispatching, merging, reporting, starting, stepping
 from audit_mcp.usecases.workspace import Workspace
 
 _WORK = {
@@ -59,6 +59,7 @@ def next_step(
         caps = hosts.resolve(arguments, {}, SessionConfig().host, client_name)
         return stepping.write_step(ws, stepping.blocked(ws, str(exc), caps))
     _take_answers(ws, arguments, new_audit=new_audit, retry_blocked=retry_blocked, analyzer_sarif=analyzer_sarif)
+    _collect_results_files(ws)
     start_fresh = new_audit
     history: list[tuple[Obligation, tuple[object, ...]]] = []
     while True:
@@ -109,6 +110,15 @@ def _take_answers(
         remembered = audit.host_caps if audit is not None else {}
         if audit is not None:
             tx.set_host_caps(audit.audit_id, hosts.remember(arguments, remembered))
+
+
+def _collect_results_files(ws: Workspace) -> None:
+    """Record the results files that reviewers of the run in flight wrote without submitting them."""
+    with ws.store.read() as tx:
+        audit = tx.current_audit()
+        run = next((r for r in tx.runs(audit.audit_id, plan=False) if r.state == "open"), None) if audit else None
+    if run is not None:
+        deferred.ingest_deferred(ws, run.run_id, final=False)
 
 
 def _planner_state(

@@ -12,11 +12,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.core.models import MergeSummary, QuotaStatus, Receipt, StatusView, Step
+from audit_mcp.core.models import FileReceipt, MergeSummary, QuotaStatus, Receipt, StatusView, Step
 from audit_mcp.core.progress import Progress
 from audit_mcp.engine.templates import render
 from audit_mcp.findings.report import ReportInput
-from audit_mcp.usecases import merging, next_step, quota, rates, reporting, status, submission
+from audit_mcp.usecases import (
+    deferred,
+    merging,
+    next_step,
+    quota,
+    rates,
+    reporting,
+    result_files,
+    status,
+    submission,
+)
 from audit_mcp.usecases.workspace import Workspace
 
 
@@ -48,6 +58,21 @@ class AuditService(Workspace):
 
     def submit_packet(self, run_id: str, packet_id: str, results: Any, usage: Any = None) -> Receipt:
         return submission.submit_packet(self, run_id, packet_id, results, usage)
+
+    def validate_results(self, run_id: str, packet_id: str, results: Any, usage: Any = None) -> Receipt:
+        """The receipt ``submit_packet`` would give these results now; nothing is recorded."""
+        return submission.submit_packet(self, run_id, packet_id, results, usage, dry_run=True)
+
+    def ingest_results(
+        self, files: Sequence[Path], *, run_id: str | None = None, packet_id: str | None = None, dry_run: bool = False
+    ) -> list[FileReceipt]:
+        return result_files.ingest_results(self, files, run_id=run_id, packet_id=packet_id, dry_run=dry_run)
+
+    def collect_results_file(self, run_id: str, packet_id: str) -> Receipt | None:
+        """Record the packet's results file at its documented path, if one was written (None if not)."""
+        path = self.results_path(run_id, packet_id)
+        exists = path.exists() or path.is_symlink()
+        return deferred.ingest_file(self, run_id, packet_id, path) if exists else None
 
     def merge_and_ingest(
         self,

@@ -24,8 +24,21 @@ def _refuse(run_id: str, packet_id: str, location: str, message: str) -> Receipt
     )
 
 
-def submit_packet(ws: Workspace, run_id: str, packet_id: str, results: Any, usage: Any = None) -> Receipt:
-    """The receipt for one submission: accepted and recorded, or refused with every error and its fix."""
+def submit_packet(
+    ws: Workspace,
+    run_id: str,
+    packet_id: str,
+    results: Any,
+    usage: Any = None,
+    *,
+    origin: str | None = None,
+    dry_run: bool = False,
+) -> Receipt:
+    """The receipt for one submission: accepted and recorded, or refused with every error and its fix.
+
+    ``origin`` names the results file a submission was ingested from (the ledger says so). With
+    ``dry_run`` nothing is recorded and the receipt is the one a real submission would get now.
+    """
     for name, value in (("run_id", run_id), ("packet_id", packet_id)):
         if problem := id_problem(name, value):
             return _refuse(clean_text(str(run_id)), clean_text(str(packet_id)), f"/{name}", problem)
@@ -102,6 +115,8 @@ def submit_packet(ws: Workspace, run_id: str, packet_id: str, results: Any, usag
     covered = sum(1 for r in outcome.results if r["status"] != "could_not_review")
     kept = sum(len(r["findings"]) for r in outcome.results)
     duplicate = previous is not None and previous[0] == digest
+    if dry_run:
+        return _dry_run(run_id, packet_id, previous is not None and not duplicate, duplicate, warnings, outcome.results)
     if not duplicate:
         with ws.store.write() as tx:
             run_now = tx.run(run_id, plan=False)
@@ -113,14 +128,15 @@ def submit_packet(ws: Workspace, run_id: str, packet_id: str, results: Any, usag
                     f"run {run_id} was merged while this submission was checked; call next_step",
                 )
             replaced = tx.submission(packet_id) is not None
-            tx.put_submission(packet_id, run_id, digest, payload, ws.now())
+            tx.put_submission(packet_id, run_id, digest, payload, ws.now(), origin)
             tx.set_packet_state(packet_id, "submitted")
             tx.log(
                 now=ws.now(),
                 audit_id=run_now.audit_id,
-                actor="subagent",
+                actor="engine" if origin else "subagent",
                 action="submit_packet",
                 detail=f"{packet_id}: {covered} task(s) covered, {kept} finding(s)"
+                f"{f'; ingested from file {origin}' if origin else ''}"
                 f"{' (replaced an earlier submission)' if replaced else ''}",
                 outcome="accepted",
             )
@@ -138,4 +154,34 @@ def submit_packet(ws: Workspace, run_id: str, packet_id: str, results: Any, usag
         next_action="Accepted. Your packet is done; stop here."
         if not duplicate
         else "Already accepted with identical content; nothing changed. Your packet is done.",
+    )
+
+
+def _dry_run(
+    run_id: str,
+    packet_id: str,
+    replaces: bool,
+    duplicate: bool,
+    warnings: list[Problem],
+    results: list[dict[str, Any]],
+) -> Receipt:
+    """The receipt a submission of these valid results would get, with nothing recorded."""
+    if replaces:
+        warnings = [
+            *warnings,
+            Problem(location="/", message="this submission replaced the packet's earlier accepted one"),
+        ]
+    covered = sum(1 for r in results if r["status"] != "could_not_review")
+    return Receipt(
+        accepted=True,
+        run_id=run_id,
+        packet_id=packet_id,
+        duplicate=duplicate,
+        dry_run=True,
+        warnings=warnings,
+        tasks_covered=covered,
+        tasks_open=len(results) - covered,
+        findings_kept=sum(len(r["findings"]) for r in results),
+        next_action="Valid: submit_packet would accept these results as they are. Nothing was recorded; submit "
+        "them (submit_packet, or audit-mcp submit-packet) to record them.",
     )

@@ -97,6 +97,10 @@ class Workspace:
     def packet_prompt_path(self, run_id: str, packet_id: str) -> Path:
         return self.run_dir(run_id) / "packets" / f"{packet_id}.md"
 
+    def results_path(self, run_id: str, packet_id: str) -> Path:
+        """Where a packet's results file goes (the packet prompt names it; merging reads it)."""
+        return self.run_dir(run_id) / "results" / f"{packet_id}.json"
+
     def read_lines(self, path: str) -> list[str] | None:
         """A repository file's lines (None when it cannot be read inside the root)."""
         try:

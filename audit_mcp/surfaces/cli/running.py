@@ -8,6 +8,7 @@ from pathlib import Path
 
 from audit_mcp.surfaces.cli.common import Subparsers, service_for, verb
 from audit_mcp.surfaces.cli.exits import EXIT_OK
+from audit_mcp.surfaces.headless import WORKER_MODES
 
 
 def register(sub: Subparsers) -> None:
@@ -16,7 +17,7 @@ def register(sub: Subparsers) -> None:
         "--worker",
         required=True,
         metavar="TEMPLATE",
-        help="shell command per packet; {prompt_path} {run_id} {packet_id} {root} {dispatch_plan} are "
+        help="shell command per packet; {prompt_path} {run_id} {packet_id} {root} {dispatch_plan} {results_path} are "
         "filled in (quoted) and also set as AUDIT_MCP_* environment variables",
     )
     p.add_argument("--max-workers", type=int, default=4, help="most workers at once (default 4)")
@@ -28,6 +29,20 @@ def register(sub: Subparsers) -> None:
         help="longest rate-limit cooldown to wait out before stopping to resume later (default 900)",
     )
     p.add_argument("--host-model", metavar="MODEL", help="the workers' model, for limits and packet sizes")
+    p.add_argument(
+        "--worker-mode",
+        choices=WORKER_MODES,
+        default="submit",
+        help="submit: workers run `audit-mcp submit-packet` (default); file: workers only write their results "
+        "file ({results_path}), which is checked and recorded when they exit",
+    )
+    p.add_argument("--since", metavar="REF", help="for an audit that starts now: only files changed since this git ref")
+    p.add_argument(
+        "--max-runs",
+        type=int,
+        metavar="N",
+        help="stop after N review runs (exit code 3 while work is open; the same command goes on)",
+    )
 
     p = verb(sub, "demo", _demo, "audit the bundled fixture with a scripted reviewer, in seconds", common=False)
     p.add_argument("--dir", type=Path, default=None, help="where to copy the fixture (default: a new temp folder)")
@@ -44,6 +59,9 @@ def _run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         max_wait=args.max_wait,
         model=args.host_model,
+        worker_mode=args.worker_mode,
+        since=args.since,
+        max_runs=args.max_runs,
         say=lambda line: print(f"audit-mcp: {line}", file=sys.stderr, flush=True),
     )
     result = runner.run()
