@@ -7,11 +7,13 @@ names a program that writes a marker file; after a whole intake (``git ls-files`
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import stat
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -232,3 +234,156 @@ def test_the_hardened_environment_inherits_nothing_git_reads(monkeypatch: pytest
     assert keys["credential.helper"] == "" and keys["protocol.allow"] == "never"
     out = subprocess.run(["git", "config", "--list"], env=env, capture_output=True, check=False, cwd="/")
     assert b"core.fsmonitor=false" in out.stdout
+
+
+# The repository's own config --------------------------------------------------------------------------------
+
+
+def _outside_sarif(tmp_path: Path) -> Path:
+    """A SARIF log outside the repository whose alert text would show up in packet prompts if it were read."""
+    doc = {
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": {"name": "leaky"}},
+                "results": [
+                    {
+                        "ruleId": "X1",
+                        "message": {"text": "OUTSIDE-SECRET-TEXT"},
+                        "locations": [{"physicalLocation": {"artifactLocation": {"uri": "app/main.py"}}}],
+                    }
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "x.sarif"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _fifo(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+CONFIG_VECTORS: dict[str, tuple[Callable[[Path, Path], str], str]] = {
+    "parent_path": (lambda repo, out: '[analyzers]\nsarif = ["../x.sarif"]\n', "sarif[0]"),
+    "absolute_path": (lambda repo, out: '[analyzers]\nsarif = ["/etc/passwd"]\n', "sarif[0]"),
+    "symlink_out": (
+        lambda repo, out: (
+            (repo / "reports").mkdir()
+            or (repo / "reports" / "a.sarif").symlink_to(out)
+            or ('[analyzers]\nsarif = ["reports/a.sarif"]\n')
+        ),
+        "sarif[0]",
+    ),
+    "fifo": (
+        lambda repo, out: _fifo(repo / "reports" / "p.sarif") and '[analyzers]\nsarif = ["reports/p.sarif"]\n',
+        "regular file",
+    ),
+    "probe": (lambda repo, out: '[scheduler]\nprobe = "force"\n', "probe"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIG_VECTORS))
+def test_a_repository_config_naming_anything_outside_its_root_is_refused_with_the_key(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = hostile_repo(tmp_path)
+    outside = _outside_sarif(tmp_path)
+    make, named = CONFIG_VECTORS[name]
+    (repo / ".audit-mcp.toml").write_text(make(repo, outside))
+    code, step = cli(capsys, "next-step", "--root", str(repo), "--host-can-dispatch-subagents", "true")
+    assert code == 0 and step["step_kind"] == "blocked", step
+    reason = step["reason"]
+    assert named in reason and any(fix in reason for fix in ("--analyzer-sarif", "next_step again", "Remove"))
+    written = "".join(
+        p.read_text(errors="replace")
+        for p in (repo / ".audit-mcp").rglob("*")
+        if p.is_file() and p.suffix in (".md", ".json")
+    )
+    assert "OUTSIDE-SECRET-TEXT" not in written and "root:x:0" not in written
+
+
+@pytest.mark.parametrize("kind", ["symlink_out", "fifo", "huge"])
+def test_a_repository_config_file_that_is_not_a_small_regular_file_inside_the_root_is_refused(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = hostile_repo(tmp_path)
+    config = repo / ".audit-mcp.toml"
+    if kind == "symlink_out":
+        (tmp_path / "elsewhere.toml").write_text('lenses = ["security"]\n')
+        config.symlink_to(tmp_path / "elsewhere.toml")
+    elif kind == "fifo":
+        _fifo(config)
+    else:
+        config.write_text("# padding\n" * 200_000)
+    code, step = cli(capsys, "next-step", "--root", str(repo), "--host-can-dispatch-subagents", "true")
+    assert code == 0 and step["step_kind"] == "blocked", step
+    assert "cannot use the config" in step["reason"]
+
+
+def test_the_users_own_config_may_name_a_sarif_file_anywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = hostile_repo(tmp_path)
+    outside = _outside_sarif(tmp_path)
+    mine = tmp_path / "mine.toml"
+    mine.write_text(f'[analyzers]\nsarif = ["{outside}"]\n')
+    code, step = cli(
+        capsys, "next-step", "--root", str(repo), "--config", str(mine), "--host-can-dispatch-subagents", "true"
+    )
+    assert code == 0 and step["step_kind"] == "dispatch_review", step
+    prompts = "".join(p.read_text() for p in (repo / ".audit-mcp" / "runs").rglob("*.md"))
+    assert "OUTSIDE-SECRET-TEXT" in prompts
+
+
+def test_every_vector_at_once_runs_nothing_reads_nothing_outside_and_does_not_hang(tmp_path: Path) -> None:
+    repo = hostile_repo(tmp_path)
+    marker = tmp_path / "pwned"
+    # Vectors whose setup commits go first; those that poison the environment last.
+    first, last = [submodule, filters], [inherited_environment, global_and_system_config]
+    with pytest.MonkeyPatch.context() as mp:
+        for vector in [*first, *(v for v in VECTORS if v not in first + last), *last]:
+            vector(repo, marker, mp)
+        env = dict(os.environ)
+    marker.unlink(missing_ok=True)  # the setup's own git commands may have run a vector; only the audit counts
+    _fifo(repo / "app" / "pipe.py")  # a FIFO among the sources: reading it must not wait for a writer
+    (repo / "app" / "link.py").symlink_to("/etc/passwd")
+    _dirty(repo)
+    command = [
+        sys.executable,
+        "-m",
+        "audit_mcp",
+        "next-step",
+        "--root",
+        str(repo),
+        "--host-can-dispatch-subagents",
+        "true",
+    ]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    step = json.loads(done.stdout)
+    assert step["step_kind"] == "dispatch_review"
+    assert not marker.exists()
+    written = "".join(
+        p.read_text(errors="replace")
+        for p in (repo / ".audit-mcp").rglob("*")
+        if p.is_file() and p.suffix in (".md", ".json")
+    )
+    assert "root:x:0" not in written
+    skipped = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "audit_mcp", "report", "--root", str(repo), "--format", "json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+    )["gaps"]["skipped_files"]
+    reasons = {s["file"]: s["reason"] for s in skipped}
+    assert "leaves the repository" in reasons["app/link.py"]
+    assert "not a regular file" in reasons.get("app/pipe.py", "not a regular file (git does not list FIFOs)")

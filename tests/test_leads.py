@@ -112,7 +112,7 @@ def test_an_analyzer_named_in_the_config_runs_and_its_alerts_match_the_committed
         assert audit is not None
         live = {(x.rule_id, x.path, x.start_line) for x in tx.leads(audit.audit_id)}
         intake = next(e for e in tx.ledger(audit.audit_id) if e["action"] == "intake")
-    fixture = import_leads([BANDIT_SARIF], repo, lambda _path: True).leads
+    fixture = import_leads([(str(BANDIT_SARIF), BANDIT_SARIF.read_bytes())], repo, lambda _path: True).leads
     assert live == {(x.rule_id, x.path, x.start_line) for x in fixture}
     assert "3 analyzer lead(s) imported; bandit ran" in intake["detail"]
 

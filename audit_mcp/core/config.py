@@ -6,6 +6,12 @@ default. See the README's "Configuration" section for the format. The
 ``AUDIT_MCP_*`` variables of ``ENV_OVERRIDES`` win over the file, and are
 validated by the same model, so a value the file may not hold is refused
 from the environment too.
+
+The repository's own ``.audit-mcp.toml`` is untrusted (it comes with the code
+under audit): it must be a regular file inside the root, every path it names
+must stay inside the root, and it cannot turn on the provider probe. A file the
+user names (``--config``, ``AUDIT_MCP_CONFIG``) is trusted and may point
+anywhere; its relative paths are taken from the root.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from audit_mcp.core.errors import ConfigError
+from audit_mcp.core.errors import ConfigError, PathError
+from audit_mcp.core.fs import normalize_relpath, read_capped, read_confined, resolve_inside
 
 CONFIG_FILENAME = ".audit-mcp.toml"
+MAX_CONFIG_BYTES = 1_000_000
 DEFAULT_LENSES = (
     "security",
     "correctness",
@@ -31,6 +39,11 @@ DEFAULT_LENSES = (
 )
 
 
+# A repository's config is untrusted: lists and patterns are bounded too.
+_MAX_PATTERNS = 1_000
+_Pattern = Annotated[str, Field(min_length=1, max_length=1_000)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -38,8 +51,8 @@ class _Strict(BaseModel):
 class LensRule(_Strict):
     """Lenses for the files that match ``glob`` (the last matching rule wins)."""
 
-    glob: str
-    lenses: list[str]
+    glob: _Pattern
+    lenses: Annotated[list[str], Field(max_length=64)]
 
 
 class HostConfig(_Strict):
@@ -73,7 +86,9 @@ class SchedulerConfig(_Strict):
 class AnalyzersConfig(_Strict):
     """Static analyzers whose alerts become leads for the reviewers."""
 
-    sarif: list[str] = Field(default_factory=list, description="SARIF files, relative to the repository root.")
+    sarif: Annotated[list[_Pattern], Field(max_length=_MAX_PATTERNS)] = Field(
+        default_factory=list, description="SARIF files, relative to the repository root."
+    )
     run: list[Literal["bandit", "ruff"]] = Field(
         default_factory=list, description="Analyzers to run over the repository when they are installed."
     )
@@ -82,20 +97,20 @@ class AnalyzersConfig(_Strict):
 class SessionConfig(_Strict):
     """Everything a user can set for the audit of one repository."""
 
-    lenses: list[str] = Field(default_factory=lambda: list(DEFAULT_LENSES))
-    lens_rules: list[LensRule] = Field(default_factory=list)
-    include: list[str] = Field(default_factory=list)
-    exclude: list[str] = Field(default_factory=list)
+    lenses: Annotated[list[str], Field(max_length=64)] = Field(default_factory=lambda: list(DEFAULT_LENSES))
+    lens_rules: Annotated[list[LensRule], Field(max_length=_MAX_PATTERNS)] = Field(default_factory=list)
+    include: Annotated[list[_Pattern], Field(max_length=_MAX_PATTERNS)] = Field(default_factory=list)
+    exclude: Annotated[list[_Pattern], Field(max_length=_MAX_PATTERNS)] = Field(default_factory=list)
     review_docs: bool = False
-    max_file_bytes: Annotated[int, Field(ge=1_000)] = 1_500_000
-    chunk_threshold_lines: Annotated[int, Field(ge=200)] = 2_500
-    chunk_lines: Annotated[int, Field(ge=100)] = 1_500
-    max_packet_tokens: Annotated[int, Field(ge=4_000)] = 60_000
-    max_runs: Annotated[int, Field(ge=1)] = 30
+    max_file_bytes: Annotated[int, Field(ge=1_000, le=100_000_000)] = 1_500_000
+    chunk_threshold_lines: Annotated[int, Field(ge=200, le=10_000_000)] = 2_500
+    chunk_lines: Annotated[int, Field(ge=100, le=10_000_000)] = 1_500
+    max_packet_tokens: Annotated[int, Field(ge=4_000, le=10_000_000)] = 60_000
+    max_runs: Annotated[int, Field(ge=1, le=10_000)] = 30
     max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
-    lease_seconds: Annotated[int, Field(ge=60)] = 7_200
+    lease_seconds: Annotated[int, Field(ge=60, le=30 * 86_400)] = 7_200
     max_packets_per_run: Annotated[int, Field(ge=1, le=2_000)] = 200
-    since: str | None = None
+    since: Annotated[str, Field(max_length=256)] | None = None
     carry_forward: bool = True
     host: HostConfig = Field(default_factory=HostConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
@@ -147,23 +162,38 @@ def with_env(config: SessionConfig, environ: Mapping[str, str] | None = None) ->
 
 
 def config_path_for(root: Path, explicit: Path | None = None) -> Path:
+    return config_source(root, explicit)[0]
+
+
+def config_source(root: Path, explicit: Path | None = None) -> tuple[Path, bool]:
+    """The config file to read, and whether the user named it (``True``) or it is the repository's own."""
     if explicit is not None:
-        return explicit
+        return explicit, True
     env = os.environ.get("AUDIT_MCP_CONFIG")
     if env:
-        return Path(env)
-    return root / CONFIG_FILENAME
+        return Path(env), True
+    return root / CONFIG_FILENAME, False
+
+
+def _read(root: Path, path: Path, trusted: bool) -> bytes:
+    try:
+        return (
+            read_capped(path, MAX_CONFIG_BYTES) if trusted else read_confined(root, CONFIG_FILENAME, MAX_CONFIG_BYTES)
+        )
+    except PathError as exc:
+        owner = "" if trusted else " (the repository's own config must be a regular file inside it)"
+        raise ConfigError(f"cannot use the config {path}: {exc}{owner}. Fix it and call next_step again.") from exc
 
 
 def load_config(root: Path, explicit: Path | None = None) -> SessionConfig:
     """Read the session config, with the environment's overrides; a missing file means every default."""
-    path = config_path_for(root, explicit)
-    if not path.exists():
+    path, trusted = config_source(root, explicit)
+    if not os.path.lexists(path):
         if explicit is not None:
             raise ConfigError(f"config file {path} does not exist; create it or drop --config")
         return with_env(SessionConfig())
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read(root, path, trusted).decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}. Fix the file and call next_step again.") from exc
     try:
@@ -173,4 +203,31 @@ def load_config(root: Path, explicit: Path | None = None) -> SessionConfig:
             f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}" for err in exc.errors()
         )
         raise ConfigError(f"{path} has invalid settings: {problems}. Fix them and call next_step again.") from exc
+    config = _anchored(config, root) if trusted else _confined(config, root, path)
     return with_env(config)
+
+
+def _anchored(config: SessionConfig, root: Path) -> SessionConfig:
+    """The user's config: its relative paths are taken from the root, so they read the same from anywhere."""
+    sarif = [p if Path(p).is_absolute() else str(root / p) for p in config.analyzers.sarif]
+    return config.model_copy(update={"analyzers": config.analyzers.model_copy(update={"sarif": sarif})})
+
+
+def _confined(config: SessionConfig, root: Path, path: Path) -> SessionConfig:
+    """The repository's own config: every path inside the root, and nothing only the user may set."""
+    for i, raw in enumerate(config.analyzers.sarif):
+        try:
+            resolve_inside(root, normalize_relpath(raw))
+        except PathError as exc:
+            raise ConfigError(
+                f"{path}: [analyzers] sarif[{i}] = {raw!r} is refused: {exc}. A repository's own config may only "
+                "name files inside the repository; to import a SARIF file from elsewhere pass it with "
+                "--analyzer-sarif, or list it in your own config (--config or AUDIT_MCP_CONFIG)."
+            ) from exc
+    if config.scheduler.probe != "never":
+        raise ConfigError(
+            f"{path}: [scheduler] probe = {config.scheduler.probe!r} is refused: the provider probe uses your API "
+            "key, so only you can turn it on (AUDIT_MCP_PROBE, or your own config via --config or "
+            "AUDIT_MCP_CONFIG). Remove the key from the repository's config."
+        )
+    return config

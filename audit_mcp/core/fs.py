@@ -1,8 +1,13 @@
-"""Filesystem primitives: atomic writes and paths confined to a root."""
+"""Filesystem primitives: atomic writes, paths confined to a root, and bounded reads of files named from outside.
+
+Text is written as UTF-8 with any unencodable character (a lone surrogate from a file name that is not
+UTF-8) written as a backslash escape: a stray character in a name never stops a file from being written.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
@@ -16,7 +21,7 @@ def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -29,7 +34,7 @@ def write_atomic(path: Path, text: str) -> None:
 def write_derived(path: Path, text: str) -> None:
     """Write a file that is only read after a later commit names it (a packet prompt): plain and fast."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="\n") as handle:
+    with path.open("w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
         handle.write(text)
 
 
@@ -84,3 +89,49 @@ def inside(root: Path, path: Path) -> bool:
     real_root = root.resolve()
     resolved = path.resolve()
     return resolved == real_root or real_root in resolved.parents
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def read_confined(root: Path, relpath: str, cap: int) -> bytes:
+    """The bytes of a file the repository names: inside ``root``, a regular file, at most ``cap`` bytes.
+
+    A symlink is resolved first and must stay inside the root; the open never follows a link swapped in
+    afterwards and never waits (a FIFO is refused, not read). Raises ``PathError`` saying which rule failed.
+    """
+    target = resolve_inside(root, relpath)
+    return _read(target, cap, relpath, regular_only=True, flags=_NOFOLLOW | _NONBLOCK)
+
+
+def read_capped(path: Path, cap: int) -> bytes:
+    """The bytes of a file the user named (any place, a pipe included), refused past ``cap`` bytes."""
+    return _read(path, cap, str(path), regular_only=False, flags=0)
+
+
+def _read(path: Path, cap: int, label: str, *, regular_only: bool, flags: int) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | flags | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        raise PathError(f"cannot open '{label}': {exc.strerror or exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if regular_only and not stat.S_ISREG(st.st_mode):
+            raise PathError(f"'{label}' is not a regular file; only regular files inside the repository are read")
+        if stat.S_ISREG(st.st_mode) and st.st_size > cap:
+            raise PathError(f"'{label}' is {st.st_size} bytes; the limit is {cap}")
+        if flags & _NONBLOCK:
+            os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        total = 0
+        while total <= cap and (chunk := os.read(fd, min(1 << 20, cap + 1 - total))):
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise PathError(f"cannot read '{label}': {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    if total > cap:
+        raise PathError(f"'{label}' is over {cap} bytes; the limit is {cap}")
+    return b"".join(chunks)

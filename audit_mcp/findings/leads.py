@@ -133,23 +133,18 @@ def parse_sarif(
     return leads, dropped
 
 
-def import_leads(sources: Iterable[Path], root: Path, in_scope: Callable[[str], bool]) -> Import:
-    """Leads from every SARIF file, deduplicated, numbered L001… in file and line order."""
+def import_leads(sources: Iterable[tuple[str, bytes]], root: Path, in_scope: Callable[[str], bool]) -> Import:
+    """Leads from every SARIF document (its name and bytes), deduplicated, numbered L001… in file and line order."""
     found: list[Lead] = []
     dropped: dict[str, int] = {}
-    for source in sources:
+    for source, data in sources:
+        if len(data) > MAX_SARIF_BYTES:
+            raise ConfigError(f"analyzer SARIF {source} is over {MAX_SARIF_BYTES} bytes; filter it first")
         try:
-            if source.stat().st_size > MAX_SARIF_BYTES:
-                raise ConfigError(f"analyzer SARIF {source} is over {MAX_SARIF_BYTES} bytes; filter it first")
-            doc = json.loads(source.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot read analyzer SARIF {source}: {exc.strerror}; fix the path in analyzers.sarif "
-                "(relative to the repository root) or the --analyzer-sarif flag"
-            ) from exc
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"analyzer SARIF {source} is not valid JSON: {exc}") from exc
-        leads, skipped = parse_sarif(doc, str(source), root, in_scope)
+            doc = json.loads(data)
+        except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, too deep, or a number too long
+            raise ConfigError(f"analyzer SARIF {source} is not valid JSON: {str(exc)[:200]}") from exc
+        leads, skipped = parse_sarif(doc, source, root, in_scope)
         found += leads
         for reason, n in skipped.items():
             dropped[reason] = dropped.get(reason, 0) + n

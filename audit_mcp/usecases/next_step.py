@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.core.config import AnalyzersConfig, SessionConfig
+from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.errors import AuditError, ConfigError
 from audit_mcp.core.models import HostCapabilities, Step
 from audit_mcp.core.progress import Progress, tell
@@ -51,7 +51,7 @@ def next_step(
         if analyzer_sarif:
             # Paths from the command line are relative to the caller's directory; make them absolute.
             sarif = [*config.analyzers.sarif, *(str(Path(p).resolve()) for p in analyzer_sarif)]
-            config = config.model_copy(update={"analyzers": AnalyzersConfig(sarif=sarif)})
+            config = config.model_copy(update={"analyzers": config.analyzers.model_copy(update={"sarif": sarif})})
         if since:
             config = config.model_copy(update={"since": since})
         lenses = resolve_lenses(config)

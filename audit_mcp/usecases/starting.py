@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from audit_mcp.core.config import SessionConfig
+from audit_mcp.core.errors import ConfigError, PathError
+from audit_mcp.core.fs import read_capped, read_confined
 from audit_mcp.engine import hosts
 from audit_mcp.engine.coverage import build_matrix
 from audit_mcp.engine.incremental import carry_forward, copy_findings
 from audit_mcp.engine.intake import build_manifest
 from audit_mcp.findings.analyzers import run_analyzers
-from audit_mcp.findings.leads import import_leads
+from audit_mcp.findings.leads import MAX_SARIF_BYTES, import_leads
 from audit_mcp.usecases.workspace import Workspace
 
 
@@ -20,7 +23,8 @@ def intake(ws: Workspace, config: SessionConfig, lenses: list[str], arguments: M
     manifest = build_manifest(ws.root, ws.artifacts_dir, config)
     in_scope = {f.path for f in manifest.in_scope}
     ran = run_analyzers(config.analyzers.run, ws.root, ws.artifacts_dir / "analyzers")
-    sources = [ws.root / p for p in config.analyzers.sarif] + [r.sarif for r in ran if r.sarif is not None]
+    sources = [_read_sarif(ws, i, p) for i, p in enumerate(config.analyzers.sarif)]
+    sources += [(str(r.sarif), read_capped(r.sarif, MAX_SARIF_BYTES)) for r in ran if r.sarif is not None]
     imported = import_leads(sources, ws.root, in_scope.__contains__)
     now = ws.now()
     with ws.store.write() as tx:
@@ -49,6 +53,24 @@ def intake(ws: Workspace, config: SessionConfig, lenses: list[str], arguments: M
             + "".join(f", {n} dropped ({why})" for why, n in sorted(imported.dropped.items())),
             outcome="ok",
         )
+
+
+def _read_sarif(ws: Workspace, index: int, path: str) -> tuple[str, bytes]:
+    """An analyzer SARIF file: one the user named (an absolute path) as given, one the repository's config
+    names (relative) only as a regular file inside the root."""
+    try:
+        if Path(path).is_absolute():
+            return path, read_capped(Path(path), MAX_SARIF_BYTES)
+        return path, read_confined(ws.root, path, MAX_SARIF_BYTES)
+    except PathError as exc:
+        named = (
+            "given with --analyzer-sarif or in your config"
+            if Path(path).is_absolute()
+            else f"named by analyzers.sarif[{index}] (relative to the repository root)"
+        )
+        raise ConfigError(
+            f"cannot read analyzer SARIF {path}, {named}: {exc}. Fix the path or drop it, then call next_step again."
+        ) from exc
 
 
 def plan(ws: Workspace, config: SessionConfig) -> None:
