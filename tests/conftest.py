@@ -90,6 +90,7 @@ class ScriptedReviewer:
                                 "symbol",
                             )
                         }
+                        | ({"related_locations": issue["related_locations"]} if "related_locations" in issue else {})
                     )
             out.append(
                 {

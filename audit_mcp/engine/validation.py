@@ -12,6 +12,7 @@ from typing import Any
 
 from audit_mcp.core.errors import PathError
 from audit_mcp.core.fs import normalize_relpath
+from audit_mcp.core.taxonomy import classify
 from audit_mcp.engine.checks import (
     CONFIDENCES,
     EVIDENCE_SLACK_LINES,
@@ -238,11 +239,19 @@ class PacketValidator:
                 f"{loc}/start_line",
                 f"lines {start}-{end} are outside this task's range {cell.start_line}-{cell.end_line}",
             )
+        filed = classify(category or "", cell.lens)
+        if filed.basis == "lens":
+            out.warn(
+                f"{loc}/category",
+                f"category {category!r} names no CWE id or listed class, so it is filed as {filed.category_id!r}; "
+                "give a CWE id (CWE-89) where one fits, else one of the classes your lens lists",
+            )
         finding: dict[str, Any] = {
             "title": title,
             "severity": severity,
             "confidence": confidence,
             "category": category,
+            "category_id": filed.category_id,
             "file": path,
             "start_line": start,
             "end_line": end,

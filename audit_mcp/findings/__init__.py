@@ -2,7 +2,8 @@
 
 ``synthesis`` deduplicates findings, fingerprints them and groups them into
 work blocks; ``report`` renders Markdown and JSON; ``sarif`` renders SARIF
-2.1.0; ``comparison`` matches an audit against the previous one; ``leads``
+2.1.0, with GitHub's line hash (``line_hash``) and evidence columns
+(``regions``); ``comparison`` matches an audit against the previous one; ``leads``
 imports static-analyzer alerts as leads and ``analyzers`` runs the
 analyzers a config names.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from audit_mcp.findings.comparison import NEW, PERSISTING, Comparison
@@ -34,6 +34,8 @@ class ReportInput:
     synthesis: Synthesis
     comparison: Comparison | None = None
     leads: Sequence[Mapping[str, Any]] = ()
+    # The current bytes of the files findings name, for SARIF's columns and line hashes (absent: unknown).
+    sources: Mapping[str, bytes] = field(default_factory=dict)
 
 
 def _fence(text: str) -> str:
@@ -96,7 +98,8 @@ def render_markdown(r: ReportInput) -> str:
         meta = (
             f"`{f.file}:{lines}`"
             + (f" in `{f.symbol}`" if f.symbol else "")
-            + f" · lens: {', '.join(f.lenses)} · confidence: {f.confidence} · category: {f.category}"
+            + f" · lens: {', '.join(f.lenses)} · confidence: {f.confidence} · category: {f.category_id}"
+            + (f" (reported as {f.category})" if f.category != f.category_id else "")
             + f" · fingerprint: `{f.fingerprint}`"
             + (f" · {r.comparison.states[f.fingerprint]}" if r.comparison is not None else "")
         )

@@ -1,112 +1,108 @@
 """The report as SARIF 2.1.0, for code-scanning tools (GitHub code scanning among them).
 
-Pure: a ``ReportInput`` in, one SARIF log out. One rule per finding category;
-security rules carry CWE tags and a ``security-severity``; locations are
-repo-relative under ``%SRCROOT%``; the project's own fingerprint goes under
-``partialFingerprints["auditMcp/v1"]`` (GitHub computes its own line hash);
-every coverage gap becomes a tool execution notification, and the invocation
-succeeds only when the audit is complete.
+Pure: a ``ReportInput`` in, one SARIF log out. One rule per taxonomy id (``core.taxonomy``): a finding's
+category is filed under a CWE id or a fixed class, so its rule id and fingerprints survive a reworded
+category in the next audit, and the rule's text comes from the taxonomy, never from one reviewer's words
+(which stay in the result's ``properties``). Security rules carry CWE tags and a ``security-severity``;
+descriptions keep within GitHub's limits. Locations are repo-relative under ``%SRCROOT%``, with columns
+where the evidence pins them; ``partialFingerprints`` holds the project's own fingerprint and GitHub's
+``primaryLocationLineHash``, computed as the upload action does (the REST API computes none). Related
+locations are linked from the message (``[role](id)``), as GitHub requires to show them. Every coverage
+gap becomes a tool execution notification, and the invocation succeeds only when the audit is complete.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
+from audit_mcp.core.taxonomy import describe, slug
 from audit_mcp.core.version import __version__
 from audit_mcp.findings.comparison import SARIF_BASELINE
+from audit_mcp.findings.line_hash import line_hashes
+from audit_mcp.findings.regions import evidence_columns, file_lines
 from audit_mcp.findings.report import ReportInput, confirmed_leads
 from audit_mcp.findings.synthesis import Finding
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "auditMcp/v1"
+LINE_HASH_KEY = "primaryLocationLineHash"
 SRCROOT = "%SRCROOT%"
+COLUMN_KIND = "utf16CodeUnits"
+# GitHub's limits: rule names 255 characters, descriptions 1,024, 20 tags, 25,000 results and rules per run,
+# 1,000 locations per result. Messages have none documented; this one keeps them readable.
+MAX_NAME_CHARS = 255
+MAX_DESCRIPTION_CHARS = 1_024
 MAX_TAGS = 20
+MAX_RESULTS = 25_000
+MAX_RELATED = 1_000
 MAX_MESSAGE_CHARS = 4_000
 
 LEVELS = {"critical": "error", "high": "error", "medium": "warning", "low": "note", "info": "note"}
 SECURITY_SEVERITY = {"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "3.0", "info": "1.0"}
 PRECISION = {"high": "high", "medium": "medium", "low": "low"}
-_CWE = re.compile(r"\bCWE[-_ ]?(\d{1,5})\b", re.I)
-_SLUG = re.compile(r"[^a-z0-9]+")
-
-# Names of the weaknesses audits meet most, for rule descriptions; others fall back to the finding's title.
-CWE_NAMES = {
-    "22": "Path traversal",
-    "78": "OS command injection",
-    "79": "Cross-site scripting",
-    "89": "SQL injection",
-    "94": "Code injection",
-    "190": "Integer overflow or wraparound",
-    "193": "Off-by-one error",
-    "200": "Exposure of sensitive information",
-    "287": "Improper authentication",
-    "295": "Improper certificate validation",
-    "327": "Broken or risky cryptographic algorithm",
-    "330": "Insufficiently random values",
-    "352": "Cross-site request forgery",
-    "362": "Race condition",
-    "390": "Error detected without action",
-    "400": "Uncontrolled resource consumption",
-    "502": "Deserialization of untrusted data",
-    "611": "XML external entity reference",
-    "703": "Improper check or handling of exceptional conditions",
-    "798": "Hard-coded credentials",
-    "862": "Missing authorization",
-    "918": "Server-side request forgery",
-}
+_LINK_LIKE = re.compile(r"\[([^\[\]]*)\](?=\()")
 
 
-def cwe_ids(text: str) -> list[str]:
-    """The CWE numbers named in a category such as ``CWE-89`` or ``sql injection (cwe_89)``."""
-    return list(dict.fromkeys(m.group(1).lstrip("0") or "0" for m in _CWE.finditer(text)))
+def rule_id(category_id: str) -> str:
+    """The rule id of a taxonomy id: ``CWE-89`` → ``cwe-89``, ``n-plus-one`` stays."""
+    return category_id.lower()
 
 
-def rule_id(category: str) -> str:
-    """A stable rule id for a finding category: ``CWE-89`` → ``cwe-89``, ``N+1 query`` → ``n-1-query``."""
-    return _SLUG.sub("-", category.strip().lower()).strip("-") or "uncategorised"
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, at a word where one is near, marked with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip() + "…"
 
 
-def _is_security(findings: Sequence[Finding]) -> bool:
-    return any("security" in f.lenses or cwe_ids(" ".join(f.categories or [f.category])) for f in findings)
+def _plain(text: str) -> str:
+    """Reviewer text made safe for a SARIF message: brackets that would read as an embedded link are escaped."""
+    return _LINK_LIKE.sub(lambda m: "\\[" + m.group(1) + "\\]", text)
 
 
-def _rule(rid: str, findings: Sequence[Finding]) -> dict[str, Any]:
-    first = findings[0]
-    cwes = list(dict.fromkeys(c for f in findings for c in cwe_ids(" ".join(f.categories or [f.category]))))
+def _rule(category_id: str, findings: Sequence[Finding]) -> dict[str, Any]:
+    entry = describe(category_id)
     lenses = sorted({lens for f in findings for lens in f.lenses})
-    name = next((CWE_NAMES[c] for c in cwes if c in CWE_NAMES), None) or first.title
-    security = _is_security(findings)
-    tags = (["security"] if security else []) + [f"external/cwe/cwe-{c}" for c in cwes] + lenses
+    security = "security" in lenses or entry.cwe is not None
+    tags = (["security"] if security else []) + ([f"external/cwe/cwe-{entry.cwe}"] if entry.cwe else []) + lenses
     worst = min(findings, key=lambda f: list(LEVELS).index(f.severity)).severity
     best_confidence = min(findings, key=lambda f: list(PRECISION).index(f.confidence)).confidence
     properties: dict[str, Any] = {"tags": list(dict.fromkeys(tags))[:MAX_TAGS], "precision": PRECISION[best_confidence]}
     if security:
         properties["security-severity"] = SECURITY_SEVERITY[worst]
-    help_text = (
-        f"{name}. Reported under the {', '.join(lenses)} lens(es) of the audit with category "
-        f"'{first.category}'. How to fix the first occurrence: {first.recommendation}"
-    )
-    return {
-        "id": rid,
-        "name": "".join(part.capitalize() for part in rid.split("-")) or "Finding",
-        "shortDescription": {"text": name[:200]},
-        "fullDescription": {"text": f"{name}: {first.description}"[:MAX_MESSAGE_CHARS]},
+    title = f"{entry.name} ({category_id})" if entry.cwe else entry.name
+    full = f"{title}: {entry.description}"
+    how = "Each result names the place, quotes the evidence, and says how to fix that occurrence."
+    rule: dict[str, Any] = {
+        "id": rule_id(category_id),
+        "name": clip("".join(part.capitalize() for part in slug(entry.name).split("-")) or "Finding", MAX_NAME_CHARS),
+        "shortDescription": {"text": clip(title, MAX_DESCRIPTION_CHARS)},
+        "fullDescription": {"text": clip(full, MAX_DESCRIPTION_CHARS)},
         "help": {
-            "text": help_text[:MAX_MESSAGE_CHARS],
-            "markdown": f"**{name}**\n\n{first.recommendation}\n\nCategory: `{first.category}`; "
-            f"lenses: {', '.join(lenses)}.",
+            "text": f"{full} {how}" + (f" See {entry.help_uri}" if entry.help_uri else ""),
+            "markdown": f"**{title}**\n\n{entry.description}\n\n{how}"
+            + (f"\n\n[{category_id} on MITRE's CWE list]({entry.help_uri})" if entry.help_uri else ""),
         },
         "defaultConfiguration": {"level": LEVELS[worst]},
         "properties": properties,
     }
+    if entry.help_uri:
+        rule["helpUri"] = entry.help_uri
+    return rule
 
 
-def _location(path: str, start: int, end: int, snippet: str | None = None) -> dict[str, Any]:
+def _location(
+    path: str, start: int, end: int, snippet: str | None = None, columns: tuple[int, int] | None = None
+) -> dict[str, Any]:
     region: dict[str, Any] = {"startLine": max(1, start), "endLine": max(start, end)}
+    if columns is not None:
+        region["startColumn"], region["endColumn"] = columns
     if snippet:
         region["snippet"] = {"text": snippet}
     return {
@@ -117,27 +113,60 @@ def _location(path: str, start: int, end: int, snippet: str | None = None) -> di
     }
 
 
-def _result(f: Finding, rid: str, index: int, baseline: str | None, leads: list[str]) -> dict[str, Any]:
-    related = []
-    for n, (a, b) in enumerate(f.locations[1:], 1):
-        related.append(_location(f.file, a, b) | {"id": n, "message": {"text": "also reported here"}})
-    for rel in f.related_locations:
-        related.append(
-            _location(rel["file"], rel["start_line"], rel["end_line"])
-            | {"id": len(related) + 1, "message": {"text": rel["role"]}}
-        )
+class _Sources:
+    """The audited files' current bytes, split into lines and hashed once each, on demand."""
+
+    def __init__(self, sources: Mapping[str, bytes]) -> None:
+        self._sources = sources
+        self._lines: dict[str, list[str]] = {}
+        self._hashes: dict[str, list[str]] = {}
+
+    def lines(self, path: str) -> list[str] | None:
+        if path not in self._sources:
+            return None
+        if path not in self._lines:
+            self._lines[path] = file_lines(self._sources[path])
+        return self._lines[path]
+
+    def line_hash(self, path: str, line: int) -> str | None:
+        if path not in self._sources:
+            return None
+        if path not in self._hashes:
+            self._hashes[path] = line_hashes(self._sources[path])
+        hashes = self._hashes[path]
+        return hashes[line - 1] if 1 <= line <= len(hashes) else None
+
+
+def _result(
+    f: Finding, rid: str, index: int, baseline: str | None, leads: list[str], sources: _Sources
+) -> dict[str, Any]:
+    places: list[tuple[str, int, int, str]] = [(f.file, a, b, "also reported here") for a, b in f.locations[1:]]
+    places += [(rel["file"], rel["start_line"], rel["end_line"], rel["role"]) for rel in f.related_locations]
+    related, links = [], []
+    for n, (path, a, b, role) in enumerate(places[:MAX_RELATED], 1):
+        text = role.replace("[", "(").replace("]", ")").strip() or "related"  # link text holds no brackets
+        related.append(_location(path, a, b) | {"id": n, "message": {"text": text}})
+        links.append(f"[{text}]({n})")
+    tail = f" Related: {', '.join(links)}." if links else ""
+    head = clip(_plain(f"{f.title}. {f.description}"), max(200, MAX_MESSAGE_CHARS - len(tail)))
+    lines = sources.lines(f.file)
+    columns = evidence_columns(lines, f.start_line, f.end_line, f.evidence) if lines is not None else None
+    fingerprints = {FINGERPRINT_KEY: f.fingerprint}
+    if (line_hash := sources.line_hash(f.file, f.start_line)) is not None:
+        fingerprints[LINE_HASH_KEY] = line_hash
     result: dict[str, Any] = {
         "ruleId": rid,
         "ruleIndex": index,
         "level": LEVELS[f.severity],
-        "message": {"text": f"{f.title}. {f.description}"[:MAX_MESSAGE_CHARS]},
-        "locations": [_location(f.file, f.start_line, f.end_line, f.evidence)],
-        "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
+        "message": {"text": head + tail},
+        "locations": [_location(f.file, f.start_line, f.end_line, f.evidence, columns)],
+        "partialFingerprints": fingerprints,
         "properties": {
             "findingId": f.finding_id,
             "severity": f.severity,
             "confidence": f.confidence,
             "category": f.category,
+            "categories": f.categories,
             "lenses": f.lenses,
             "reportedBy": f.reporters,
             "severityReasons": f.severity_reasons,
@@ -184,22 +213,24 @@ def _notifications(r: ReportInput) -> list[dict[str, Any]]:
 
 def render_sarif(r: ReportInput) -> dict[str, Any]:
     """The audit as one SARIF 2.1.0 log with a single run."""
-    findings = r.synthesis.findings
+    findings = r.synthesis.findings[:MAX_RESULTS]  # most severe first; code scanning refuses more
     by_rule: dict[str, list[Finding]] = {}
     for f in findings:
-        by_rule.setdefault(rule_id(f.category), []).append(f)
-    rule_ids = sorted(by_rule)
-    rules = [_rule(rid, by_rule[rid]) for rid in rule_ids]
-    index = {rid: i for i, rid in enumerate(rule_ids)}
+        by_rule.setdefault(f.category_id, []).append(f)
+    category_ids = sorted(by_rule, key=rule_id)
+    rules = [_rule(cid, by_rule[cid]) for cid in category_ids]
+    index = {cid: i for i, cid in enumerate(category_ids)}
     comparison = r.comparison
     confirmed = confirmed_leads(r.leads)
+    sources = _Sources(r.sources)
     results = [
         _result(
             f,
-            rule_id(f.category),
-            index[rule_id(f.category)],
+            rule_id(f.category_id),
+            index[f.category_id],
             SARIF_BASELINE[comparison.states[f.fingerprint]] if comparison else None,
             confirmed.get(f.finding_id, []),
+            sources,
         )
         for f in findings
     ]
@@ -211,7 +242,7 @@ def render_sarif(r: ReportInput) -> dict[str, Any]:
         "originalUriBaseIds": {
             SRCROOT: {"uri": _root_uri(r.root), "description": {"text": "The root of the audited repository."}}
         },
-        "columnKind": "unicodeCodePoints",
+        "columnKind": COLUMN_KIND,
         "invocations": [
             {
                 "executionSuccessful": r.completeness == "complete",
@@ -229,6 +260,8 @@ def render_sarif(r: ReportInput) -> dict[str, Any]:
             "manifestDigest": r.manifest_digest,
         },
     }
+    if len(r.synthesis.findings) > MAX_RESULTS:
+        run["properties"]["omittedResults"] = len(r.synthesis.findings) - MAX_RESULTS
     if comparison is not None:
         # Resolved findings stay out of results[]: code scanning does not document result.kind, so an
         # "absent" result could come back as an open alert. Its closing alert is the missing result itself.

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit_mcp.core.taxonomy import classify, describe
+
 SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
 CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
 _WS = re.compile(r"\s+")
@@ -24,7 +26,8 @@ def normalize_evidence(evidence: str) -> str:
 
 
 def fingerprint(file: str, category: str, evidence: str) -> str:
-    """An identity that survives line shifts: the file, the category and the normalised evidence.
+    """An identity that survives line shifts: the file, the category (its taxonomy id, so rewording the
+    category keeps it) and the normalised evidence.
 
     Line numbers are deliberately left out, so code inserted above a finding keeps its identity.
     """
@@ -54,6 +57,7 @@ class Finding:
     severity_reasons: list[str] = field(default_factory=list)
     aliases: list[str] = field(default_factory=list)
     categories: list[str] = field(default_factory=list)
+    category_id: str = ""  # the taxonomy id the category was filed under (core.taxonomy)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +67,7 @@ class Finding:
             "severity": self.severity,
             "confidence": self.confidence,
             "category": self.category,
+            "category_id": self.category_id,
             "file": self.file,
             "start_line": self.start_line,
             "end_line": self.end_line,
@@ -148,6 +153,12 @@ def _merge_into(target: Finding, raw: dict[str, Any], fp: str) -> None:
             target.related_locations.append(rel)
 
 
+def category_id(raw: dict[str, Any]) -> str:
+    """The taxonomy id of a raw finding: as filed at submission, else filed now from its text and lens."""
+    filed = raw.get("category_id")
+    return filed if isinstance(filed, str) and filed else classify(raw["category"], raw["lens"]).category_id
+
+
 def _same_problem(f: Finding, raw: dict[str, Any], span: tuple[int, int]) -> bool:
     """Same file, and either the same quoted code from another lens or the same category at overlapping lines.
 
@@ -159,9 +170,7 @@ def _same_problem(f: Finding, raw: dict[str, Any], span: tuple[int, int]) -> boo
         return False
     if raw["lens"] not in f.lenses and normalize_evidence(f.evidence) == normalize_evidence(raw["evidence"]):
         return True
-    return f.category.strip().lower() == raw["category"].strip().lower() and any(
-        _overlaps(span, loc) for loc in f.locations
-    )
+    return f.category_id == category_id(raw) and any(_overlaps(span, loc) for loc in f.locations)
 
 
 def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
@@ -173,7 +182,8 @@ def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
         key=lambda r: (SEVERITY_RANK[r["severity"]], r["file"], r["start_line"], r["lens"], r["packet_id"]),
     )
     for raw in ordered:
-        fp = fingerprint(raw["file"], raw["category"], raw["evidence"])
+        cid = category_id(raw)
+        fp = fingerprint(raw["file"], cid, raw["evidence"])
         span = (raw["start_line"], raw["end_line"])
         same = by_fp.get(fp) or next((f for f in merged if _same_problem(f, raw, span)), None)
         if same is not None:
@@ -201,6 +211,7 @@ def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
             severity_reasons=[_reason(raw)],
             aliases=[fp],
             categories=[raw["category"]],
+            category_id=cid,
         )
         merged.append(finding)
         by_fp[fp] = finding
@@ -213,14 +224,16 @@ def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
 def _blocks(findings: Sequence[Finding]) -> list[WorkBlock]:
     groups: dict[tuple[str, str], list[Finding]] = defaultdict(list)
     for f in findings:
-        groups[(f.category.strip(), posixpath.dirname(f.file) or ".")].append(f)
+        groups[(f.category_id, posixpath.dirname(f.file) or ".")].append(f)
     blocks = []
-    for (category, directory), members in groups.items():
+    for (cid, directory), members in groups.items():
+        entry = describe(cid)
+        category = f"{entry.name} ({cid})" if entry.cwe else entry.name
         severity = min((m.severity for m in members), key=SEVERITY_RANK.__getitem__)
         files = sorted({m.file for m in members})
         effort = "small" if len(members) == 1 else "medium" if len(files) <= 3 else "large"
         title = members[0].title if len(members) == 1 else f"{category}: {len(members)} findings in {directory}/"
-        blocks.append((severity, -len(members), category, directory, title, effort, members, files))
+        blocks.append((severity, -len(members), cid, directory, title, effort, members, files))
     blocks.sort(key=lambda b: (SEVERITY_RANK[b[0]], b[1], b[2], b[3]))
     return [
         WorkBlock(f"W{i:02d}", title, severity, effort, [m.finding_id for m in members], files, i)

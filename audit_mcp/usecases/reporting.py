@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from audit_mcp.core.errors import ConfigError, PathError
@@ -14,6 +15,7 @@ from audit_mcp.findings.comparison import compare
 from audit_mcp.findings.leads import lead_report
 from audit_mcp.findings.report import ReportInput, render_json, render_markdown
 from audit_mcp.findings.sarif import render_sarif
+from audit_mcp.findings.synthesis import Finding
 from audit_mcp.findings.synthesis import synthesize as synthesize_findings
 from audit_mcp.store.records import CellState, FileRow
 from audit_mcp.usecases.workspace import Workspace
@@ -59,7 +61,21 @@ def build_report_input(ws: Workspace) -> ReportInput:
         leads=lead_report(
             leads, verdicts, [(f.finding_id, f.file, f.start_line, f.end_line) for f in synthesis.findings]
         ),
+        sources=_sources(ws, synthesis.findings),
     )
+
+
+def _sources(ws: Workspace, findings: Sequence[Finding]) -> dict[str, bytes]:
+    """The current bytes of every file a finding names (as its place or a related one); unreadable ones are left
+    out, and their SARIF results go without columns and line hashes."""
+    paths = {f.file for f in findings} | {rel["file"] for f in findings for rel in f.related_locations}
+    sources = {}
+    for path in sorted(paths):
+        try:
+            sources[path] = resolve_inside(ws.root, path).read_bytes()
+        except (PathError, OSError):
+            continue
+    return sources
 
 
 def _changed(ws: Workspace, files: list[FileRow]) -> list[str]:
