@@ -189,6 +189,14 @@ class CellQueries(Queries):
             [(run_id, packet_id, c.reason, now, audit_id, c.task_id) for c in cells],
         )
 
+    def task_ids_starting(self, audit_id: int, prefix: str, limit: int) -> list[str]:
+        """The audit's task ids that start with ``prefix``, in order, at most ``limit``."""
+        rows = self.conn.execute(
+            "SELECT task_id FROM cells WHERE audit_id = ? AND SUBSTR(task_id, 1, ?) = ? ORDER BY task_id LIMIT ?",
+            (audit_id, len(prefix), prefix, limit),
+        )
+        return [r[0] for r in rows]
+
     def cell_counts(self, audit_id: int) -> dict[str, int]:
         rows = self.conn.execute("SELECT state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY state", (audit_id,))
         return {r[0]: r[1] for r in rows}

@@ -1,6 +1,7 @@
 """The edges people and hosts touch: the MCP server, the CLI, the headless runner, the demo.
 
-``server`` (MCP tools, resources and prompts), ``cli`` (the same verbs, JSON
+``server`` (MCP tools, resources and prompts), ``channels`` (what MCP
+sessions hear besides replies: log levels, resource updates), ``cli`` (the same verbs, JSON
 on stdout), ``headless`` (``audit-mcp run``: launches review workers itself),
 ``demo`` (a scripted audit of the bundled fixture), ``http_auth`` (the bearer
 token in front of streamable HTTP), ``status_table`` and ``terminal`` (what a

@@ -25,6 +25,9 @@ from audit_mcp.core.errors import AuditError, NotFoundError
 from audit_mcp.core.models import MergeSummary, QuotaStatus, Receipt, StatusView, Step
 from audit_mcp.core.progress import Progress
 from audit_mcp.core.version import __version__
+from audit_mcp.surfaces import params as p
+from audit_mcp.surfaces.channels import STATE_URIS, STEP_URIS, SessionChannels, digest
+from audit_mcp.surfaces.completions import install_completions
 from audit_mcp.usecases.service import AuditService, render_prompt
 from audit_mcp.usecases.workspace import Clock
 
@@ -75,6 +78,13 @@ class Registry:
                 return service
         return candidates[0] or self.get(None)
 
+    def roots(self) -> list[str]:
+        """The repositories this server has served, the default first."""
+        with self._lock:
+            seen = [str(key) for key in self._services]
+        default = str((self._default_root or Path.cwd()).resolve())
+        return list(dict.fromkeys([default, *seen]))
+
 
 def _call(fn: Callable[[], T]) -> T:
     try:
@@ -83,17 +93,21 @@ def _call(fn: Callable[[], T]) -> T:
         raise ToolError(str(exc)) from exc
 
 
-def _reporter(ctx: Context) -> Progress:
-    """Progress from the engine's worker thread: a progress notification and an info log message per call."""
+def _reporter(ctx: Context, channels: SessionChannels) -> Progress:
+    """Progress from the engine's worker thread: a progress notification, and an info log message per call for
+    a session that takes info messages."""
+    session = ctx.request_context.session
 
     async def send(done: float, total: float | None, message: str) -> None:
         try:
             await ctx.report_progress(done, total, message)
+            if not channels.wants_log(session, "info"):
+                return
             # Logging is deprecated from protocol 2026-07-28 on, where the session sends only what a request
             # opted into; older sessions still show these messages in the host's log.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await ctx.request_context.session.send_log_message(
+                await session.send_log_message(
                     level="info", data=message, logger="audit-mcp", related_request_id=ctx.request_id
                 )
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -134,6 +148,9 @@ def build_server(
 ) -> MCPServer:
     registry = Registry(root, artifacts_dir, config_path, clock)
     server = MCPServer("audit-mcp", version=__version__, instructions=INSTRUCTIONS, **settings)
+    channels = SessionChannels()
+    channels.install(server)
+    install_completions(server, lambda run_id: registry.for_run(run_id) if run_id else current(), registry.roots)
 
     @server.tool(
         title="Next audit step",
@@ -141,15 +158,15 @@ def build_server(
     )
     async def next_step(
         ctx: Context,
-        root: str | None = None,
-        host_can_dispatch_subagents: bool | None = None,
-        host_can_restrict_subagent_tools: bool | None = None,
-        host_can_select_subagent_model: bool | None = None,
-        host_max_active_subagents: int | None = None,
-        host_model: str | None = None,
-        new_audit: bool = False,
-        retry_blocked: bool = False,
-        since: str | None = None,
+        root: p.Root = None,
+        host_can_dispatch_subagents: p.CanDispatch = None,
+        host_can_restrict_subagent_tools: p.CanRestrict = None,
+        host_can_select_subagent_model: p.CanSelectModel = None,
+        host_max_active_subagents: p.MaxActive = None,
+        host_model: p.HostModel = None,
+        new_audit: p.NewAudit = False,
+        retry_blocked: p.RetryBlocked = False,
+        since: p.Since = None,
     ) -> Step:
         """Advance the audit of a repository and return the one step the host must do next.
 
@@ -169,11 +186,11 @@ def build_server(
             "max_active_subagents": host_max_active_subagents,
             "model": host_model,
         }
-        if host_max_active_subagents is not None and not 1 <= host_max_active_subagents <= 64:
-            raise ToolError("host_max_active_subagents must be between 1 and 64")
-        progress = _reporter(ctx)
+        progress = _reporter(ctx, channels)
         client = _client_name(ctx)
-        return await anyio.to_thread.run_sync(
+        step_files = (service.step_json_path, service.step_prompt_path)
+        before = digest(step_files)
+        step = await anyio.to_thread.run_sync(
             lambda: _call(
                 lambda: service.next_step(
                     caps,
@@ -185,16 +202,19 @@ def build_server(
                 )
             )
         )
+        await channels.changed(ctx, (STEP_URIS if digest(step_files) != before else ()) + STATE_URIS)
+        return step
 
     @server.tool(
         title="Submit a review packet",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
-    def submit_packet(
-        run_id: str,
-        packet_id: str,
-        results: list[dict[str, Any]] | str,
-        usage: dict[str, float] | None = None,
+    async def submit_packet(
+        ctx: Context,
+        run_id: p.RunId,
+        packet_id: p.PacketId,
+        results: p.Results,
+        usage: p.Usage = None,
     ) -> Receipt:
         """Hand in one packet's review results: one object per task of the packet.
 
@@ -207,31 +227,37 @@ def build_server(
         {input_tokens, output_tokens, api_calls, seconds, rate_limited_calls} as far as known; the scheduler
         sizes later waves from it.
         """
-        return _call(lambda: registry.for_run(run_id).submit_packet(run_id, packet_id, results, usage))
+        receipt = await anyio.to_thread.run_sync(
+            lambda: _call(lambda: registry.for_run(run_id).submit_packet(run_id, packet_id, results, usage))
+        )
+        if receipt.accepted and not receipt.duplicate:
+            await channels.changed(ctx, ("audit://status",))
+        return receipt
 
     @server.tool(
         title="Merge a review run",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
-    async def merge_and_ingest(ctx: Context, run_id: str, failures: list[dict[str, str]] | None = None) -> MergeSummary:
+    async def merge_and_ingest(ctx: Context, run_id: p.RunId, failures: p.Failures = None) -> MergeSummary:
         """Fold a run's accepted submissions into the coverage matrix, once every wave has finished.
 
         `failures` lists the packets whose subagent failed: [{"packet_id": ..., "error": "<the error text
         you saw>"}]. A packet neither submitted nor listed counts as failed. Failed work is re-issued up
         to the retry budget; rate-limit errors set a cooldown. Call next_step afterwards.
         """
-        progress = _reporter(ctx)
-        return await anyio.to_thread.run_sync(
+        progress = _reporter(ctx, channels)
+        summary = await anyio.to_thread.run_sync(
             lambda: _call(lambda: registry.for_run(run_id).merge_and_ingest(run_id, failures or [], progress=progress))
         )
+        if not summary.already_merged:
+            await channels.changed(ctx, STATE_URIS)
+        return summary
 
     @server.tool(
         title="Quota and wave schedule",
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
-    def quota_status(
-        root: str | None = None, host_model: str | None = None, provider: str | None = None
-    ) -> QuotaStatus:
+    def quota_status(root: p.Root = None, host_model: p.HostModel = None, provider: p.Provider = None) -> QuotaStatus:
         """The model's resolved limits (each with source and confidence), what was learned from rate-limit
         errors (max_safe_concurrency, cooldown, last 429), the wave schedule the server would give now, a
         forecast of the work still open, and where the learned state lives."""
@@ -241,7 +267,7 @@ def build_server(
         title="Audit status",
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
-    def audit_status(root: str | None = None) -> StatusView:
+    def audit_status(root: p.Root = None) -> StatusView:
         """Coverage by lens and state, runs so far, findings by severity, the blocker if any, recent events."""
         return _call(lambda: registry.get(root).status())
 
@@ -303,7 +329,7 @@ def build_server(
         return current().status().model_dump_json(indent=2)
 
     @server.prompt(title="Start an audit")
-    def start_audit(root: str = "") -> str:
+    def start_audit(root: p.PromptRoot = "") -> str:
         """Audit a repository from start to report with the next_step loop."""
         target = root or str(registry.get(None).root)
         return render_prompt(
@@ -311,7 +337,7 @@ def build_server(
         )
 
     @server.prompt(title="Resume an audit")
-    def resume_audit(root: str = "") -> str:
+    def resume_audit(root: p.PromptRoot = "") -> str:
         """Continue an interrupted audit: only the work still missing, then the report."""
         target = root or str(registry.get(None).root)
         return render_prompt(
@@ -319,7 +345,7 @@ def build_server(
         )
 
     @server.prompt(title="Show the audit report")
-    def show_report(root: str = "") -> str:
+    def show_report(root: p.PromptRoot = "") -> str:
         """Present the audit report: work blocks, findings, coverage and gaps."""
         target = root or str(registry.get(None).root)
         note = (

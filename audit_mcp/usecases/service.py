@@ -17,6 +17,7 @@ from audit_mcp.core.progress import Progress
 from audit_mcp.engine.templates import render
 from audit_mcp.findings.report import ReportInput
 from audit_mcp.usecases import (
+    completing,
     deferred,
     merging,
     next_step,
@@ -107,6 +108,10 @@ class AuditService(Workspace):
     def submitted_packets(self, run_id: str) -> set[str]:
         with self.store.read() as tx:
             return set(tx.submitted_packet_ids(run_id))
+
+    def complete(self, kind: str, prefix: str, run_id: str | None = None) -> tuple[list[str], bool]:
+        """Run, packet or task ids starting with ``prefix`` (at most 100), and whether more match."""
+        return completing.complete(self, kind, prefix, run_id)
 
     def active_cooldown(self) -> str | None:
         """The end of a rate-limit cooldown still in force (UTC), if any."""

@@ -1,0 +1,84 @@
+"""The MCP tools' and prompts' parameters, each with the description a host's model reads in the schema."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+Root = Annotated[
+    str | None,
+    Field(
+        description="Absolute path of the repository to audit. Leave it out to use the server's configured root "
+        "(its --root, else its working directory)."
+    ),
+]
+PromptRoot = Annotated[
+    str,
+    Field(description="Absolute path of the repository; empty for the server's configured root."),
+]
+RunId = Annotated[
+    str,
+    Field(description="The review run's id, as the dispatch_review step and its dispatch plan give it (e.g. A1-R1)."),
+]
+PacketId = Annotated[
+    str,
+    Field(description="The packet's id from the dispatch plan or its prompt (e.g. A1-R1-P03)."),
+]
+CanDispatch = Annotated[
+    bool | None,
+    Field(description="Capability answer: can this host launch subagents (parallel workers with their own context)?"),
+]
+CanRestrict = Annotated[
+    bool | None,
+    Field(description="Capability answer: can this host limit which tools a subagent may use?"),
+]
+CanSelectModel = Annotated[
+    bool | None,
+    Field(description="Capability answer: can this host choose the model of each subagent?"),
+]
+MaxActive = Annotated[
+    int | None,
+    Field(ge=1, le=64, description="Capability answer: how many subagents this host runs at once at most (1-64)."),
+]
+HostModel = Annotated[
+    str | None,
+    Field(description="The model the host and its subagents run (e.g. claude-sonnet-4-6); sizes packets and waves."),
+]
+NewAudit = Annotated[
+    bool,
+    Field(description="Start a fresh audit of the repository after a finished one (unchanged files carry forward)."),
+]
+RetryBlocked = Annotated[
+    bool,
+    Field(description="Clear the blocker of a blocked audit once its cause is fixed, and go on."),
+]
+Since = Annotated[
+    str | None,
+    Field(description="A git ref: an audit that starts in this call reviews only the files changed since it."),
+]
+Provider = Annotated[
+    str | None,
+    Field(description="The model's provider (anthropic, openai, google) when the model name does not say."),
+]
+Results = Annotated[
+    list[dict[str, Any]] | str,
+    Field(
+        description="One result per task of the packet (or that array as a JSON string): {task_id, status, summary, "
+        "reason?, findings: [...]}, as the packet prompt's result schema says."
+    ),
+]
+Usage = Annotated[
+    dict[str, float] | None,
+    Field(
+        description="What this review cost, as far as known: input_tokens, output_tokens, api_calls, seconds, "
+        "rate_limited_calls. The scheduler sizes later waves from it; leave out what you do not know."
+    ),
+]
+Failures = Annotated[
+    list[dict[str, str]] | None,
+    Field(
+        description='The packets whose subagent failed: [{"packet_id": ..., "error": "<the error text you saw>"}]. '
+        "A packet neither submitted nor listed counts as failed."
+    ),
+]
