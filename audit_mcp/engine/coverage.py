@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from audit_mcp.core.config import SessionConfig
-from audit_mcp.engine.lenses import LensSelector
+from audit_mcp.engine.file_kinds import FileKind
+from audit_mcp.engine.lens_map import LensSelector
 from audit_mcp.store.records import OPEN_STATES, Cell, CellState, FileRow, Matrix
 
 
@@ -25,7 +26,7 @@ def build_matrix(files: Sequence[FileRow], config: SessionConfig) -> Matrix:
     for row in files:
         if row.scope != "review":
             continue
-        lenses = tuple(selector.for_path(row.path))
+        lenses = tuple(selector.for_path(row.path, FileKind(row.kind)))
         if not lenses:
             continue
         index = sets.setdefault(lenses, len(sets))

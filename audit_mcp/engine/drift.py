@@ -16,7 +16,8 @@ from pathlib import Path
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.models import RequeuedTask
 from audit_mcp.engine.coverage import build_cells, chunk_ranges
-from audit_mcp.engine.intake import rescan
+from audit_mcp.engine.intake import repository_attributes, rescan
+from audit_mcp.engine.scoping import Scoper
 from audit_mcp.store.records import Cell, CellState, FileRow
 from audit_mcp.store.tx import Tx
 
@@ -35,11 +36,11 @@ class Drift:
 
 def detect(root: Path, config: SessionConfig, files: Iterable[FileRow]) -> list[Drift]:
     """The in-scope files whose bytes on disk no longer match the manifest."""
+    in_scope = [row for row in files if row.scope == "review"]
+    scoper = Scoper(config, repository_attributes(root, [row.path for row in in_scope]))
     out = []
-    for row in files:
-        if row.scope != "review":
-            continue
-        now = rescan(root, row.path, config)
+    for row in in_scope:
+        now = rescan(root, row.path, scoper)
         if now.sha256 != row.sha256 or now.scope != row.scope:
             out.append(Drift(row, now))
     return out

@@ -1,11 +1,15 @@
-"""Lenses: the ways of reading code, each defined by a file under ``prompts/lenses/``."""
+"""Lenses: the ways of reading code, each defined by a file under ``prompts/lenses/``.
+
+A lens text hands some classes of bug to other lenses ("the performance lens owns them"). Such a line
+starts with ``(with X)``, and is kept only when lens ``X`` is in the audit; a line starting with
+``(without X)`` says what to do instead when it is not, so no class of bug falls between two lenses.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Collection
 from dataclasses import dataclass
-
-import pathspec
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.errors import ConfigError
@@ -15,12 +19,30 @@ from audit_mcp.engine.templates import prompts_dir
 RISK_LENSES = frozenset({"security", "concurrency"})
 
 
+_CONDITION = re.compile(r"^(\s*- )\((with|without) ([a-z_]+)\) ")
+
+
 @dataclass(frozen=True)
 class Lens:
     lens_id: str
     title: str
     summary: str
     text: str
+
+    def conditions(self) -> set[str]:
+        """The lenses this text's ``(with X)`` and ``(without X)`` lines name."""
+        return {m.group(3) for line in self.text.splitlines() if (m := _CONDITION.match(line))}
+
+    def text_for(self, audit_lenses: Collection[str]) -> str:
+        """The text as a reviewer in an audit of ``audit_lenses`` reads it."""
+        out = []
+        for line in self.text.splitlines():
+            m = _CONDITION.match(line)
+            if m is None:
+                out.append(line)
+            elif (m.group(3) in audit_lenses) == (m.group(2) == "with"):
+                out.append(m.group(1) + line[m.end() :])
+        return "\n".join(out) + "\n"
 
 
 def available_lenses() -> dict[str, Lens]:
@@ -47,18 +69,3 @@ def resolve_lenses(config: SessionConfig) -> list[Lens]:
     if not config.lenses and not config.lens_rules:
         raise ConfigError("the config selects no lens; list at least one under `lenses`")
     return [known[name] for name in wanted]
-
-
-class LensSelector:
-    """Which lenses apply to a path: the last matching ``lens_rules`` entry, else ``lenses``."""
-
-    def __init__(self, config: SessionConfig) -> None:
-        self._default = list(config.lenses)
-        self._rules = [(pathspec.GitIgnoreSpec.from_lines([r.glob]), list(r.lenses)) for r in config.lens_rules]
-
-    def for_path(self, path: str) -> Sequence[str]:
-        chosen = self._default
-        for spec, lenses in self._rules:
-            if spec.match_file(path):
-                chosen = lenses
-        return chosen

@@ -19,8 +19,8 @@ from audit_mcp.engine.templates import render
 from audit_mcp.store.records import Cell, FileRow, Lead
 
 
-def _lens_section(lens: Lens) -> str:
-    lines = lens.text.strip().splitlines()
+def _lens_section(lens: Lens, audit_lenses: set[str]) -> str:
+    lines = lens.text_for(audit_lenses).strip().splitlines()
     out = [f"### Lens `{lens.lens_id}`: {lens.title}"]
     for line in lines[1:]:
         out.append("#### " + line[3:] if line.startswith("## ") else line)
@@ -28,8 +28,12 @@ def _lens_section(lens: Lens) -> str:
 
 
 def packet_prompt_prefix(lenses: Sequence[Lens]) -> str:
-    """The leading block every packet prompt of an audit shares byte for byte (for prompt caches)."""
-    return render("packet/prefix.md", lenses="\n\n".join(_lens_section(lens) for lens in lenses))
+    """The leading block every packet prompt of an audit shares byte for byte (for prompt caches).
+
+    Each lens text is the one for this audit's lens set: what it hands to a lens the audit lacks stays its own.
+    """
+    ids = {lens.lens_id for lens in lenses}
+    return render("packet/prefix.md", lenses="\n\n".join(_lens_section(lens, ids) for lens in lenses))
 
 
 def estimate_tokens(text: str) -> int:
@@ -43,13 +47,13 @@ def _task_table(cells: Sequence[Cell]) -> str:
 
 
 def _file_table(plan: PacketPlan, files: Mapping[str, FileRow]) -> tuple[str, str]:
-    rows = ["| file | language | lines in file | read lines |", "|---|---|---|---|"]
+    rows = ["| file | kind | language | lines in file | read lines |", "|---|---|---|---|---|"]
     chunk_notes = []
     for unit in plan.units:
         row = files[unit.path]
         whole = unit.start_line == 1 and unit.end_line >= row.line_count
         rows.append(
-            f"| `{unit.path}` | {row.language} | {row.line_count} | "
+            f"| `{unit.path}` | {row.kind} | {row.language} | {row.line_count} | "
             f"{'all' if whole else f'{unit.start_line}-{unit.end_line}'} |"
         )
         if not whole:

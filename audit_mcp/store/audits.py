@@ -70,14 +70,17 @@ class AuditQueries(Queries):
     # files and edges ----------------------------------------------------------
     def insert_files(self, audit_id: int, rows: Iterable[FileRow]) -> None:
         self.conn.executemany(
-            "INSERT INTO files (audit_id, path, language, size, line_count, sha256, scope, skip_reason)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(audit_id, r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason) for r in rows],
+            "INSERT INTO files (audit_id, path, language, size, line_count, sha256, scope, skip_reason, kind)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (audit_id, r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, r.kind)
+                for r in rows
+            ],
         )
 
     def files(self, audit_id: int) -> list[FileRow]:
         rows = self.conn.execute(
-            "SELECT path, language, size, line_count, sha256, scope, skip_reason FROM files WHERE audit_id = ?"
+            "SELECT path, language, size, line_count, sha256, scope, skip_reason, kind FROM files WHERE audit_id = ?"
             " ORDER BY path",
             (audit_id,),
         )
@@ -96,13 +99,14 @@ class AuditQueries(Queries):
             row["sha256"],
             row["scope"],
             row["skip_reason"],
+            row["kind"],
         )
 
     def update_file(self, audit_id: int, r: FileRow) -> None:
         self.conn.execute(
-            "UPDATE files SET language = ?, size = ?, line_count = ?, sha256 = ?, scope = ?, skip_reason = ?"
-            " WHERE audit_id = ? AND path = ?",
-            (r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, audit_id, r.path),
+            "UPDATE files SET language = ?, size = ?, line_count = ?, sha256 = ?, scope = ?, skip_reason = ?,"
+            " kind = ? WHERE audit_id = ? AND path = ?",
+            (r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, r.kind, audit_id, r.path),
         )
 
     def file_counts(self, audit_id: int) -> dict[str, int]:

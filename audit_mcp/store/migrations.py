@@ -170,6 +170,12 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE submissions ADD COLUMN origin TEXT
         """,
     ),
+    (
+        "0007_file_kinds",
+        """
+        ALTER TABLE files ADD COLUMN kind TEXT NOT NULL DEFAULT 'source'
+        """,
+    ),
 )
 
 

@@ -63,6 +63,7 @@ class FileRow:
     sha256: str
     scope: str
     skip_reason: str | None
+    kind: str = "source"  # engine.file_kinds.FileKind: which lenses can read it
 
 
 @dataclass(frozen=True)
