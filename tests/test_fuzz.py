@@ -7,6 +7,7 @@ import copy
 import hashlib
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -50,18 +51,59 @@ _NASTY_TEXT = st.sampled_from(
         "1e309",
     ]
 )
+# Text with every code point, lone surrogates and control characters included.
+_ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=40)
 _SCALARS = (
     st.none()
     | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.sampled_from([2**53, -(2**53)])
+    | st.builds(lambda sign: sign * 10**4400, st.sampled_from([1, -1]))  # past Python's int-to-text limit
+    | st.floats()  # NaN and ±Infinity included
     | st.text(max_size=40)
+    | _ANY_TEXT
     | _NASTY_TEXT
+    | st.sampled_from(["\x1b[2J\x1b[31m", "\u202eevil", "\udc80", "a\x00b", "\r\n\x07"])
 )
 JSON = st.recursive(
     _SCALARS,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12) | _NASTY_TEXT, inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12) | _ANY_TEXT | _NASTY_TEXT, inner, max_size=4)
+    ),
     max_leaves=24,
+)
+
+
+def _dumps(value: Any) -> str:
+    """JSON text for any generated value, huge integers included (as a hostile client would send them)."""
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        return json.dumps(value)
+    finally:
+        sys.set_int_max_str_digits(limit)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+DEEP = st.integers(30, 5_000).map(_nested)
+# Encodings a file or a string argument can arrive in: JSON text in UTF-16/32, random bytes, a BOM.
+ENCODED = st.one_of(
+    st.binary(max_size=64),
+    st.builds(
+        lambda v, codec: _dumps(v).encode(codec),
+        JSON,
+        st.sampled_from(["utf-16", "utf-16-le", "utf-32"]),
+    ),
+    st.builds(lambda v: b"\xef\xbb\xbf" + _dumps(v).encode(), JSON),
+    st.builds(lambda n: b"[" * n + b"]" * n, st.integers(30, 200_000)),
+    st.builds(lambda n: b'[{"n": ' + b"7" * n + b"}]", st.integers(15, 6_000)),
+    st.sampled_from([b"[NaN]", b'{"results": [], "usage": {"seconds": Infinity}}', b"[-Infinity]", b'["\\ud800"]']),
 )
 
 
@@ -105,7 +147,7 @@ def _mutated(draw: st.DrawFn, valid: list[dict[str, Any]]) -> Any:
     if shape == "wrapped":
         return {"results": results, "usage": draw(JSON)}
     if shape == "text":
-        return json.dumps(results)
+        return _dumps(results)
     if shape == "duplicated":
         return results + results[:1]
     return results
@@ -125,18 +167,30 @@ def test_fuzzed_submissions_never_crash_and_change_nothing_when_refused(repo: Pa
     )
 
     @FUZZ
-    @given(ids=ids, payload=st.one_of(JSON, _mutated(valid), st.builds(lambda n: "x" * n, st.integers(0, 1_100_000))))
-    def check(ids: tuple[str, str], payload: Any) -> None:
+    @given(
+        ids=ids,
+        payload=st.one_of(
+            JSON, _mutated(valid), DEEP, ENCODED, st.builds(lambda n: "x" * n, st.integers(0, 1_100_000))
+        ),
+        usage=st.none()
+        | JSON
+        | st.dictionaries(st.sampled_from(["input_tokens", "seconds", "rate_limited_calls"]), _SCALARS),
+    )
+    def check(ids: tuple[str, str], payload: Any, usage: Any) -> None:
         before = _snapshot(service)
         try:
-            receipt = service.submit_packet(ids[0], ids[1], payload)
+            receipt = service.submit_packet(ids[0], ids[1], payload, usage)
         except AuditError as exc:
             _actionable([str(exc)])
+            str(exc).encode("utf-8")
             assert _snapshot(service) == before
             return
+        receipt.model_dump_json().encode("utf-8")  # every receipt can be sent and printed
         if receipt.accepted:
             with service.store.read() as tx:
-                assert tx.submission(ids[1]) is not None
+                stored = tx.submission(ids[1])
+            assert stored is not None
+            json.dumps(stored[1], allow_nan=False).encode("utf-8")  # only plain, finite, UTF-8 JSON is kept
             return
         _actionable([e.message for e in receipt.errors])
         assert all(e.location.startswith("/") for e in receipt.errors)
@@ -170,7 +224,7 @@ def test_fuzzed_failure_reports_never_crash_and_a_merge_is_all_or_nothing(
     )
 
     @FUZZ
-    @given(failures=st.one_of(st.lists(failure, max_size=4), st.lists(JSON, max_size=3)))
+    @given(failures=st.one_of(st.lists(failure, max_size=4), st.lists(JSON, max_size=3), DEEP.map(lambda d: [d]), JSON))
     def check(failures: Any) -> None:
         artifacts = Path(tempfile.mkdtemp(dir=tmp_path))
         shutil.copy(template, artifacts / DB_FILENAME)

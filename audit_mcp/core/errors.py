@@ -7,6 +7,7 @@ stderr and a non-zero exit code in the CLI)::
 
     AuditError
     ├── ConfigError        the session config or an argument is wrong
+    │   └── InputError     a value sent in (results, failures, a JSON file) is refused; nothing changed
     ├── PathError          a path escapes the repository root or is unusable
     ├── NotFoundError      an unknown run, packet, resource or audit
     └── StateError         the request does not fit the audit's current state
@@ -21,6 +22,16 @@ class AuditError(Exception):
 
 class ConfigError(AuditError):
     """The session config or a tool argument is invalid."""
+
+
+class InputError(ConfigError):
+    """Input that was checked and refused before anything changed: each problem is (location, message),
+    the location a JSON pointer into what was sent."""
+
+    def __init__(self, problems: list[tuple[str, str]], next_action: str) -> None:
+        self.problems = problems
+        self.next_action = next_action
+        super().__init__("; ".join(f"{loc}: {msg}" for loc, msg in problems) + f". {next_action}")
 
 
 class PathError(AuditError):

@@ -105,6 +105,11 @@ def read_confined(root: Path, relpath: str, cap: int) -> bytes:
     return _read(target, cap, relpath, regular_only=True, flags=_NOFOLLOW | _NONBLOCK)
 
 
+def read_regular(path: Path, cap: int) -> bytes:
+    """The bytes of a file someone else may have put there: a regular file (no link, no FIFO), capped."""
+    return _read(path, cap, str(path), regular_only=True, flags=_NOFOLLOW | _NONBLOCK)
+
+
 def read_capped(path: Path, cap: int) -> bytes:
     """The bytes of a file the user named (any place, a pipe included), refused past ``cap`` bytes."""
     return _read(path, cap, str(path), regular_only=False, flags=0)

@@ -1,11 +1,24 @@
-"""The field-level checks a submission goes through: texts, line numbers, arrays, and evidence in a file.
+"""Every bound on what reviewers send, and the checks a submission goes through.
 
-Each check records a precise, fixable problem (a JSON-pointer-like location and what to do) in an
-``Outcome`` instead of raising, so one pass reports every mistake at once.
+Reviewer output is untrusted. Before anything is stored or learned:
+
+- JSON text must be UTF-8 (a UTF-8 byte-order mark is dropped; UTF-16 and other bytes are refused),
+  without ``NaN`` or ``Infinity``, nested at most ``MAX_JSON_DEPTH`` deep, with integers of at most
+  ``MAX_INT_DIGITS`` digits (``decode_json``);
+- every value is plain JSON: integers within ``±MAX_SAFE_INT``, finite floats, strings without lone
+  surrogates and of at most ``MAX_STRING_CHARS``, at most ``MAX_JSON_NODES`` values in all
+  (``value_problems``);
+- free text loses its control characters (all but tab and newline) and bidirectional overrides
+  (``clean_text``); texts, evidence, arrays and ``usage`` numbers have the caps below.
+
+Each check records a precise, fixable problem (a JSON-pointer location and what to do) in an ``Outcome``
+(or a list of pairs) instead of raising, so one pass reports every mistake at once.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +30,20 @@ STATUSES = ("reviewed", "not_applicable", "could_not_review")
 ROLES_HINT = "e.g. source, sink, caller, validator"
 
 MAX_PAYLOAD_CHARS = 1_000_000
+MAX_JSON_DEPTH = 32
+MAX_JSON_NODES = 100_000
+MAX_STRING_CHARS = 100_000
+MAX_INT_DIGITS = 20
+MAX_SAFE_INT = 2**53 - 1
+MAX_FAILURE_TEXT_CHARS = 4_000
+# What one subagent run may report in ``usage``: generous, finite, and never enough to poison the scheduler.
+USAGE_BOUNDS: dict[str, float] = {
+    "input_tokens": 100_000_000,
+    "output_tokens": 10_000_000,
+    "api_calls": 100_000,
+    "seconds": 7 * 86_400,
+    "rate_limited_calls": 100_000,
+}
 MAX_FINDINGS_PER_TASK = 50
 MAX_EVIDENCE_CHARS = 2_000
 MAX_EVIDENCE_LINES = 40
@@ -38,7 +65,23 @@ VACUOUS_SUMMARY = re.compile(
     r"|nothing (found|to report)|clean|ok)\W*$",
     re.I,
 )
+# A summary of a reviewed task names what was examined: at least this many words that are not filler.
+MIN_SUMMARY_SUBSTANCE = 4
+_FILLER = frozenset(
+    re.findall(
+        r"\S+",
+        "all and any anything appear appears apparent are been but can check checked clean code concern "
+        "concerns correct could did does done everything everything's file files fine finding findings for "
+        "found from good great had has have here i'm i've issue issues it's its just lgtm look looked looks "
+        "nice none not note noted nothing nothing's obvious okay our overall pretty problem problems really "
+        "report reported review reviewed reviewing saw see seem seemed seems solid something spotted that the "
+        "there these thing things this those too very was well were with without wrong yes",
+    )
+)
+_WORD = re.compile(r"[^\W\d_][\w'./-]{2,}", re.UNICODE)
 _WS = re.compile(r"\s+")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
 
 
 @dataclass(frozen=True)
@@ -63,6 +106,126 @@ class Outcome:
 
     def warn(self, location: str, message: str) -> None:
         self.warnings.append(Problem(location, message))
+
+
+def vacuous(summary: str) -> bool:
+    """True when a reviewed task's summary says nothing about what was examined ("looks good to me")."""
+    if VACUOUS_SUMMARY.match(summary):
+        return True
+    words = {w.lower().strip("'./-") for w in _WORD.findall(summary)}
+    return len(words - _FILLER) < MIN_SUMMARY_SUBSTANCE
+
+
+def clean_text(text: str) -> str:
+    """Reviewer text as stored: line ends as ``\\n``, control characters and bidirectional overrides removed."""
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number; send a finite number (or leave the field out)")
+
+
+def decode_json(raw: str | bytes) -> tuple[Any, str | None]:
+    """Parse JSON text from outside: the value, or ``None`` and what is wrong with the text (never raises)."""
+    if isinstance(raw, bytes):
+        encoding = next((name for bom, name in _BOMS.items() if raw.startswith(bom)), None)
+        if encoding is None and len(raw) >= 2 and (raw[0] == 0 or raw[1] == 0):
+            encoding = "UTF-16"
+        if encoding is not None:
+            return None, f"the text is {encoding}; save it as UTF-8 and send it again"
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return None, (
+                f"the text is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); save it as UTF-8 "
+                "and send it again"
+            )
+    text = raw.removeprefix("\ufeff")
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, parse_int=_bounded_int, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        return None, f"the text is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except RecursionError:
+        return None, f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep; results are shallow"
+    except ValueError as exc:
+        return None, f"the text is not valid JSON: {str(exc)[:200]}"
+    return value, None
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text[:20]} is out of range for a number; send a finite number")
+    return number
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"a number has {len(digits)} digits; line numbers and counts have at most {MAX_INT_DIGITS}")
+    return int(digits)
+
+
+def value_problems(value: Any, root: str = "") -> tuple[list[tuple[str, str]], int]:
+    """Every place where ``value`` is not plain, bounded JSON, and its size in characters (about its JSON).
+
+    Iterative, so no nesting can exhaust the stack; it stops at ``MAX_JSON_NODES`` values.
+    """
+    problems: list[tuple[str, str]] = []
+    size = 0
+    stack: list[tuple[str, Any, int]] = [(root, value, 0)]
+    nodes = 0
+    while stack:
+        loc, item, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_JSON_NODES:
+            problems.append((root or "/", f"more than {MAX_JSON_NODES} values in all; send one result per task"))
+            break
+        if depth > MAX_JSON_DEPTH:
+            problems.append((loc or "/", f"nested more than {MAX_JSON_DEPTH} levels deep; results are shallow"))
+            continue
+        size += 8
+        if isinstance(item, str):
+            size += len(item)
+            if problem := _string_problem(item):
+                problems.append((loc or "/", problem))
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if abs(item) > MAX_SAFE_INT:
+                problems.append((loc or "/", f"a number beyond ±{MAX_SAFE_INT}; send the real count or line"))
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                problems.append((loc or "/", f"{item} is not a number JSON allows; send a finite number"))
+        elif isinstance(item, Mapping):
+            for key, child in item.items():
+                if not isinstance(key, str) or _string_problem(key):
+                    problems.append((loc or "/", "an object key that is not plain UTF-8 text"))
+                    continue
+                size += len(key)
+                stack.append((f"{loc}/{_pointer(key)}", child, depth + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((f"{loc}/{k}", child, depth + 1) for k, child in enumerate(item))
+        else:
+            problems.append((loc or "/", f"a {type(item).__name__}, which is not a JSON value"))
+    return sorted(problems), size
+
+
+def _string_problem(text: str) -> str | None:
+    if len(text) > MAX_STRING_CHARS:
+        return f"a text of {len(text)} characters; texts are at most {MAX_STRING_CHARS}"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (
+            f"a lone surrogate (\\u{ord(text[exc.start]):04x}) at character {exc.start}, which is not UTF-8 text; "
+            "send the characters themselves"
+        )
+    return None
+
+
+def _pointer(key: str) -> str:
+    text = key.replace("~", "~0").replace("/", "~1")
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def squash(text: str) -> str:
@@ -110,13 +273,17 @@ def text_field(out: Outcome, obj: Mapping[str, Any], key: str, loc: str, *, requ
     if cap is not None and len(value) > cap:
         out.error(f"{loc}/{key}", f"'{key}' has {len(value)} characters; keep it under {cap}")
         return None
-    return value.strip()
+    cleaned = clean_text(value).strip()
+    if not cleaned and required:
+        out.error(f"{loc}/{key}", f"'{key}' holds only control characters; give a non-empty string")
+    return cleaned or None
 
 
 def line_field(out: Outcome, obj: Mapping[str, Any], key: str, loc: str) -> int | None:
     value = obj.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
-        out.error(f"{loc}/{key}", f"'{key}' must be a whole line number (1-based), not {value!r}")
+        shown = repr(value) if isinstance(value, int | float | type(None)) else f"a {type(value).__name__}"
+        out.error(f"{loc}/{key}", f"'{key}' must be a whole line number (1-based), not {shown}")
         return None
     if value < 1:
         out.error(f"{loc}/{key}", f"'{key}' is {value}; line numbers start at 1")

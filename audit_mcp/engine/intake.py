@@ -72,6 +72,19 @@ def linguist_attributes(git: GitReader, paths: list[str]) -> dict[str, Attribute
     return marks
 
 
+_NOT_UTF8 = "the file name is not UTF-8 (shown with \\x escapes); rename the file to have it reviewed"
+
+
+def _undecodable(rel: str) -> str | None:
+    """The printable form of a path whose name is not UTF-8 (git and the walk decode it with surrogate
+    escapes, which nothing downstream can store or print), or ``None`` for a normal name."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return None
+
+
 def repository_attributes(root: Path, paths: list[str]) -> dict[str, Attributes]:
     """``linguist_attributes`` for a root that may or may not be a git work tree."""
     git = GitReader(root.resolve())
@@ -190,7 +203,14 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
         snapshot = pool.submit(_git_snapshot, git, artifacts_rel) if is_git else None
         rows: list[FileRow] = []
         texts: dict[str, str] = {}
+        seen_names = set(listed)
         for rel in listed:
+            if (shown := _undecodable(rel)) is not None:
+                if shown not in seen_names:
+                    seen_names.add(shown)
+                    language = detect_language(shown)
+                    rows.append(FileRow(shown, language, 0, 0, "", "skipped", _NOT_UTF8, scoper.kind(shown, language)))
+                continue
             if changed is not None and rel not in changed:
                 language = detect_language(rel)
                 reason = f"unchanged since {config.since}"

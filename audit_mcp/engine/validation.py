@@ -7,6 +7,7 @@ names where the problem is (a JSON-pointer-like location) and how to fix it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -24,13 +25,14 @@ from audit_mcp.engine.checks import (
     MIN_SUMMARY_CHARS,
     SEVERITIES,
     STATUSES,
-    VACUOUS_SUMMARY,
+    USAGE_BOUNDS,
     Outcome,
     line_field,
     locate_evidence,
     objects_in,
     squash,
     text_field,
+    vacuous,
 )
 from audit_mcp.store.records import VERDICTS, Cell, Lead
 
@@ -102,12 +104,17 @@ class PacketValidator:
             out.error("/usage", '\'usage\' must be an object such as {"input_tokens": 1200, "seconds": 95}')
             return {}
         clean: dict[str, float] = {}
-        for key in ("input_tokens", "output_tokens", "api_calls", "seconds", "rate_limited_calls"):
+        for key, bound in USAGE_BOUNDS.items():
             value = usage.get(key)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                out.error(f"/usage/{key}", f"'{key}' must be a non-negative number")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or not 0 <= value <= bound
+            ):
+                out.error(f"/usage/{key}", f"'{key}' must be a finite number from 0 to {bound:g}, as counted")
             else:
                 clean[key] = float(value)
         return clean
@@ -118,11 +125,7 @@ class PacketValidator:
         if status not in STATUSES:
             out.error(f"{loc}/status", f"status {status!r} is not one of {', '.join(STATUSES)}")
         summary = text_field(out, item, "summary", loc, required=True)
-        if (
-            summary is not None
-            and status == "reviewed"
-            and (len(summary) < MIN_SUMMARY_CHARS or VACUOUS_SUMMARY.match(summary))
-        ):
+        if summary is not None and status == "reviewed" and (len(summary) < MIN_SUMMARY_CHARS or vacuous(summary)):
             out.error(
                 f"{loc}/summary",
                 "the summary must say what you examined (functions, inputs, sinks, searches) and, with no "

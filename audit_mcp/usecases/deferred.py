@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from audit_mcp.core.errors import PathError
+from audit_mcp.core.fs import read_regular
 from audit_mcp.core.models import Problem, Receipt
 from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS
 from audit_mcp.engine.ingest import INVALID_RESULTS
@@ -35,22 +36,13 @@ class DeferredIngest:
 __all__ = ["INVALID_RESULTS", "DeferredIngest", "ingest_deferred", "ingest_file", "read_results_file"]
 
 
-def read_results_file(path: Path) -> tuple[Any, str | None]:
-    """The JSON in a results file, or why it cannot be used (never following a symbolic link)."""
-    if path.is_symlink():
-        return None, f"{path} is a symbolic link; write the results as a regular file"
+def read_results_file(path: Path) -> tuple[bytes | None, str | None]:
+    """The bytes of a results file, or why it cannot be used (a link, a FIFO or an oversize file is refused,
+    never followed or waited on); ``submit_packet`` decodes them."""
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_PAYLOAD_CHARS * 4 + 1)
-    except OSError as exc:
-        return None, f"cannot read {path}: {exc.strerror}"
-    if len(data) > MAX_PAYLOAD_CHARS * 4:
-        return None, f"{path} is over {MAX_PAYLOAD_CHARS} characters; shorten texts and evidence"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, f"{path} is not UTF-8 text; write the results as JSON in UTF-8"
-    return text, None
+        return read_regular(path, MAX_PAYLOAD_CHARS * 4), None
+    except PathError as exc:
+        return None, f"{exc}; write the results as a regular JSON file in UTF-8"
 
 
 def refusal_text(receipt: Receipt) -> str:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audit_mcp.core.errors import ConfigError, NotFoundError
+from audit_mcp.core.errors import InputError, NotFoundError
 from audit_mcp.core.models import MergeSummary
 from audit_mcp.core.progress import Progress, tell
-from audit_mcp.core.text import clean_text, id_problem
+from audit_mcp.core.text import id_problem
 from audit_mcp.engine import drift
+from audit_mcp.engine.checks import MAX_FAILURE_TEXT_CHARS, clean_text, value_problems
 from audit_mcp.engine.coverage import completeness, totals
 from audit_mcp.engine.ingest import INVALID_RESULTS, ingest_run
 from audit_mcp.scheduling.failures import NOT_SUBMITTED, classify
@@ -30,15 +31,24 @@ def merge_and_ingest(
     actor: str = "host",
     progress: Progress | None = None,
 ) -> MergeSummary:
-    """Merge a run once; a second call for the same run changes nothing and says so."""
-    reported: dict[str, str] = {}
-    for i, item in enumerate(failures or []):
-        if not isinstance(item, Mapping) or not isinstance(item.get("packet_id"), str):
-            raise ConfigError(f"failures[{i}] must be an object with packet_id and error (the text the host saw)")
-        text = item.get("error") or item.get("error_text") or item.get("message") or ""
-        reported[item["packet_id"]] = clean_text(str(text)[:4000]) or "failed without an error text"
+    """Merge a run once; a second call for the same run changes nothing and says so.
+
+    The failures are checked before anything changes: a bad one refuses the whole call (``InputError``).
+    """
     if problem := id_problem("run_id", run_id):
-        raise ConfigError(problem)
+        raise InputError([("/run_id", problem)], "Nothing changed. Take run_id from the current step.")
+    reported = _reported(failures)
+    with ws.store.read() as tx:
+        run_found = tx.run(run_id, plan=False)
+        if run_found is None:
+            raise NotFoundError(f"run {run_id!r} is unknown; take run_id from the current step")
+        packet_ids = [p.packet_id for p in tx.packets(run_id)]
+    unknown = [(i, item["packet_id"]) for i, item in enumerate(failures or []) if item["packet_id"] not in packet_ids]
+    if unknown:
+        raise InputError(
+            [(f"/failures/{i}/packet_id", f"packet {pid!r} is not in run {run_id}") for i, pid in unknown],
+            f"Nothing changed. The packets of run {run_id} are {', '.join(packet_ids)}; report only those.",
+        )
     config = ws.config()
     half_life = pacing_settings(config.scheduler, None).half_life
     now = ws.now()
@@ -53,12 +63,6 @@ def merge_and_ingest(
             raise NotFoundError(f"run {run_id!r} is unknown; take run_id from the current step")
         audit = ws.require_audit(tx)
         packets = tx.packets(run_id)
-        unknown = sorted(set(reported) - {p.packet_id for p in packets})
-        if unknown:
-            raise ConfigError(
-                f"failures name packet(s) {unknown} that are not in run {run_id}; its packets are "
-                f"{', '.join(p.packet_id for p in packets)}"
-            )
         if run.state != "open":
             counts = tx.cell_counts(audit.audit_id)
             return MergeSummary(
@@ -131,6 +135,34 @@ def merge_and_ingest(
         completeness=completeness(counts),
         next_action="Call next_step now: it hands out what is still open, or writes the report.",
     )
+
+
+def _reported(failures: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
+    """Packet id -> the error text the host saw, for every well-formed failure; ``InputError`` otherwise."""
+    if failures is not None and not isinstance(failures, list | tuple):
+        raise InputError([("/failures", "must be an array of {packet_id, error} objects")], "Nothing changed.")
+    items = list(failures or [])
+    problems = value_problems(items, "/failures")[0]
+    if problems:
+        raise InputError(problems, "Nothing changed. Send plain JSON (UTF-8 text, finite numbers) and merge again.")
+    reported: dict[str, str] = {}
+    for i, item in enumerate(items):
+        loc = f"/failures/{i}"
+        if not isinstance(item, Mapping):
+            problems.append((loc, "each failure must be an object {packet_id, error} (the text the host saw)"))
+            continue
+        packet_id = item.get("packet_id")
+        if problem := id_problem("packet_id", packet_id):
+            problems.append((f"{loc}/packet_id", problem))
+            continue
+        text = next((item[k] for k in ("error", "error_text", "message") if item.get(k) is not None), "")
+        if not isinstance(text, str):
+            problems.append((f"{loc}/error", f"'error' must be the error text the host saw, not {type(text).__name__}"))
+            continue
+        reported[str(packet_id)] = clean_text(text[:MAX_FAILURE_TEXT_CHARS]).strip() or "failed without an error text"
+    if problems:
+        raise InputError(problems, "Nothing changed. Fix the failures list and call merge_and_ingest again.")
+    return reported
 
 
 def _failure(reported: str | None, refused_file: str | None) -> tuple[str, str]:

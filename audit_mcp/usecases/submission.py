@@ -8,7 +8,7 @@ from typing import Any
 
 from audit_mcp.core.models import Problem, Receipt
 from audit_mcp.core.text import capped, clean_text, id_problem
-from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS
+from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json, value_problems
 from audit_mcp.engine.validation import PacketValidator
 from audit_mcp.scheduling.leases import superseded_message
 from audit_mcp.usecases.workspace import Workspace
@@ -42,28 +42,39 @@ def submit_packet(
     for name, value in (("run_id", run_id), ("packet_id", packet_id)):
         if problem := id_problem(name, value):
             return _refuse(clean_text(str(run_id)), clean_text(str(packet_id)), f"/{name}", problem)
-    if isinstance(results, str):
-        if len(results) > MAX_PAYLOAD_CHARS:
+    if isinstance(results, str | bytes):
+        if len(results) > MAX_PAYLOAD_CHARS * (4 if isinstance(results, bytes) else 1):
             return _refuse(
                 run_id,
                 packet_id,
                 "/results",
-                f"the results are {len(results)} characters; the limit is {MAX_PAYLOAD_CHARS}",
+                f"the results are {len(results)} {'bytes' if isinstance(results, bytes) else 'characters'}; the "
+                f"limit is {MAX_PAYLOAD_CHARS} characters; shorten texts and evidence",
             )
-        try:
-            results = json.loads(results)
-        except json.JSONDecodeError as exc:
-            return _refuse(run_id, packet_id, "/results", f"results are not valid JSON: {exc}")
-    elif len(json.dumps(results, default=str)) > MAX_PAYLOAD_CHARS:
+        results, problem = decode_json(results)
+        if problem is not None:
+            return _refuse(run_id, packet_id, "/results", f"the results cannot be read: {problem}")
+    if isinstance(results, dict) and "results" in results:
+        usage = usage if usage is not None else results.get("usage")
+        results = results["results"]
+    problems, size = value_problems(results, "/results")
+    if usage is not None:
+        problems += value_problems(usage, "/usage")[0]
+    if problems:
+        return Receipt(
+            accepted=False,
+            run_id=run_id,
+            packet_id=packet_id,
+            errors=[Problem(location=loc, message=msg) for loc, msg in capped(problems, "errors")],
+            next_action="Nothing was recorded. Send plain JSON (finite numbers, UTF-8 text) and submit again.",
+        )
+    if size > MAX_PAYLOAD_CHARS:
         return _refuse(
             run_id,
             packet_id,
             "/results",
             f"the results are over {MAX_PAYLOAD_CHARS} characters; shorten texts and evidence",
         )
-    if isinstance(results, dict) and "results" in results:
-        usage = usage if usage is not None else results.get("usage")
-        results = results["results"]
     with ws.store.read() as tx:
         run = tx.run(run_id, plan=False)
         if run is None:
@@ -127,19 +138,23 @@ def submit_packet(
                     "/run_id",
                     f"run {run_id} was merged while this submission was checked; call next_step",
                 )
-            replaced = tx.submission(packet_id) is not None
-            tx.put_submission(packet_id, run_id, digest, payload, ws.now(), origin)
-            tx.set_packet_state(packet_id, "submitted")
-            tx.log(
-                now=ws.now(),
-                audit_id=run_now.audit_id,
-                actor="engine" if origin else "subagent",
-                action="submit_packet",
-                detail=f"{packet_id}: {covered} task(s) covered, {kept} finding(s)"
-                f"{f'; ingested from file {origin}' if origin else ''}"
-                f"{' (replaced an earlier submission)' if replaced else ''}",
-                outcome="accepted",
-            )
+            current = tx.submission(packet_id)
+            # The same submission may have committed while this one was checked: then it is one submission.
+            duplicate = current is not None and current[0] == digest
+            replaced = current is not None and not duplicate
+            if not duplicate:
+                tx.put_submission(packet_id, run_id, digest, payload, ws.now(), origin)
+                tx.set_packet_state(packet_id, "submitted")
+                tx.log(
+                    now=ws.now(),
+                    audit_id=run_now.audit_id,
+                    actor="engine" if origin else "subagent",
+                    action="submit_packet",
+                    detail=f"{packet_id}: {covered} task(s) covered, {kept} finding(s)"
+                    f"{f'; ingested from file {origin}' if origin else ''}"
+                    f"{' (replaced an earlier submission)' if replaced else ''}",
+                    outcome="accepted",
+                )
         if replaced:
             warnings.append(Problem(location="/", message="this submission replaced the packet's earlier accepted one"))
     return Receipt(

@@ -13,8 +13,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from audit_mcp.core.errors import AuditError
-from audit_mcp.surfaces.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED
+from audit_mcp.core.errors import AuditError, InputError
+from audit_mcp.surfaces.cli.common import emit_refusal
+from audit_mcp.surfaces.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_REFUSED
 from audit_mcp.surfaces.cli.parser import build_parser
 
 __all__ = ["build_parser", "main", "run"]
@@ -29,6 +30,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(argv)
+    except InputError as exc:
+        emit_refusal(exc)
+        print(f"audit-mcp: refused: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
     except AuditError as exc:
         print(f"audit-mcp: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

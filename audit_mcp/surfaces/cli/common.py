@@ -11,7 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from audit_mcp.core.errors import ConfigError
+from audit_mcp.core.errors import InputError, PathError
+from audit_mcp.core.fs import read_capped
+from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json
 from audit_mcp.usecases.service import AuditService
 
 Handler = Callable[[argparse.Namespace], int]
@@ -50,15 +52,42 @@ def service_for(args: argparse.Namespace) -> AuditService:
     return AuditService(args.root or Path.cwd(), args.artifacts_dir, config_path=args.config)
 
 
-def read_json(source: str) -> Any:
+MAX_INPUT_BYTES = 4 * MAX_PAYLOAD_CHARS
+
+
+def read_input(source: str, where: str) -> bytes:
+    """The bytes of a JSON input file ('-' is stdin), at most ``MAX_INPUT_BYTES``; ``InputError`` otherwise."""
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {source}: {exc.strerror}") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{source} is not valid JSON: {exc}") from exc
+        data = (
+            sys.stdin.buffer.read(MAX_INPUT_BYTES + 1) if source == "-" else read_capped(Path(source), MAX_INPUT_BYTES)
+        )
+    except (OSError, PathError) as exc:
+        raise InputError(
+            [(where, f"cannot read {source}: {exc}")], "Nothing changed. Fix the path and run again."
+        ) from exc
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError([(where, f"{source} is over {MAX_INPUT_BYTES} bytes")], "Nothing changed. Send less.")
+    return data
+
+
+def read_json(source: str, where: str = "/") -> Any:
+    """The JSON value in a file ('-' is stdin); malformed text of any kind is an ``InputError``."""
+    value, problem = decode_json(read_input(source, where))
+    if problem is not None:
+        raise InputError([(where, f"{source}: {problem}")], "Nothing changed. Fix the file and run again.")
+    return value
+
+
+def emit_refusal(exc: InputError) -> None:
+    """A refusal on stdout as JSON: every problem with its location, and what to do."""
+    emit(
+        {
+            "accepted": False,
+            "refused": True,
+            "errors": [{"location": loc, "message": msg} for loc, msg in exc.problems],
+            "next_action": exc.next_action,
+        }
+    )
 
 
 def emit(value: BaseModel | dict[str, Any] | str) -> None:

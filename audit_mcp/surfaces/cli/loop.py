@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from audit_mcp.core.errors import ConfigError
-from audit_mcp.surfaces.cli.common import Subparsers, bool_arg, emit, read_json, service_for, verb
+from audit_mcp.surfaces.cli.common import Subparsers, bool_arg, emit, read_input, read_json, service_for, verb
 from audit_mcp.surfaces.cli.exits import EXIT_OK, EXIT_REFUSED
 from audit_mcp.surfaces.terminal import TerminalProgress
 
@@ -79,10 +78,8 @@ def _next_step(args: argparse.Namespace) -> int:
 
 def _submit_packet(args: argparse.Namespace) -> int:
     service = service_for(args)
-    payload = read_json(args.results)
-    usage = payload.get("usage") if isinstance(payload, dict) else None
-    results = payload.get("results") if isinstance(payload, dict) else payload
-    receipt = service.submit_packet(args.run_id, args.packet_id, results, usage)
+    # The bytes as they are: submit_packet decodes them and refuses malformed text with a receipt.
+    receipt = service.submit_packet(args.run_id, args.packet_id, read_input(args.results, "/results"))
     emit(receipt)
     if not receipt.accepted:
         print(
@@ -96,9 +93,7 @@ def _submit_packet(args: argparse.Namespace) -> int:
 def _merge_and_ingest(args: argparse.Namespace) -> int:
     service = service_for(args)
     bar = TerminalProgress(sys.stderr)
-    failures = read_json(args.failures) if args.failures else []
-    if not isinstance(failures, list):
-        raise ConfigError("--failures must hold a JSON array of {packet_id, error} objects")
+    failures = read_json(args.failures, "/failures") if args.failures else []
     summary = service.merge_and_ingest(args.run_id, failures, progress=bar)
     bar.close()
     emit(summary)
