@@ -169,7 +169,7 @@ def test_a_negative_rate_limited_calls_count_is_refused_and_nothing_is_stored(
     receipt = service.submit_packet(plan["run_id"], packet["packet_id"], results, usage={"rate_limited_calls": -1})
     assert not receipt.accepted
     assert [(e.location, e.message) for e in receipt.errors] == [
-        ("/usage/rate_limited_calls", "'rate_limited_calls' must be a non-negative number")
+        ("/usage/rate_limited_calls", "'rate_limited_calls' must be a finite number from 0 to 100000, as counted")
     ]
     fixed = service.submit_packet(plan["run_id"], packet["packet_id"], results, usage={"rate_limited_calls": 1})
     assert fixed.accepted, fixed.errors
