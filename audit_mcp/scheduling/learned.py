@@ -4,6 +4,14 @@ The file lives under the user's state directory (``$XDG_STATE_HOME/audit-mcp``
 or ``~/.local/state/audit-mcp``); ``AUDIT_MCP_STATE_DIR`` overrides the
 directory. Every update is a read-modify-write inside one transaction
 (``store.keyed``), so concurrent processes serialise and lose nothing.
+
+Every audit of the user reads this file, so one bad value would break them all.
+Each document is checked against ``LearnedDoc`` (finite numbers in bounds,
+timezone-aware times, a cooldown no longer than a provider's longest window)
+when it is read and before it is written. One that fails is quarantined (kept
+in the file's ``quarantine`` table with why), ``warnings`` says so (``quota``
+shows it), and the scheduler goes on with the defaults. A file that is not a
+database at all is worked around the same way.
 """
 
 from __future__ import annotations
@@ -12,15 +20,61 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import asdict, fields
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from audit_mcp.core.errors import StateError
+from audit_mcp.scheduling.learning import MAX_LEARNED_CAP
 from audit_mcp.scheduling.profile import Learned
+from audit_mcp.scheduling.ratelimits import MAX_QUOTED_LIMIT, MAX_WAIT_SECONDS
 from audit_mcp.store.keyed import KeyedDocuments
 
 STATE_FILENAME = "learned.sqlite3"
 _DATES = {f.name for f in fields(Learned) if "datetime" in str(f.type)}
+_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+_LATEST = datetime(2200, 1, 1, tzinfo=UTC)
+
+
+def _finite(low: float, high: float) -> Any:
+    return Field(ge=low, le=high, allow_inf_nan=False)
+
+
+class LearnedDoc(BaseModel):
+    """What a stored document may hold: the bounds every value of ``Learned`` is checked against."""
+
+    model_config = ConfigDict(extra="ignore", strict=False)
+
+    cap: Annotated[float, _finite(1, MAX_LEARNED_CAP)] | None = None
+    updated_at: AwareDatetime | None = None
+    cooldown_until: AwareDatetime | None = None
+    last_429_at: AwareDatetime | None = None
+    last_decrease_at: AwareDatetime | None = None
+    hard_stop: Annotated[str, Field(max_length=2_000)] | None = None
+    run_seconds: Annotated[float, _finite(0, MAX_WAIT_SECONDS)] | None = None
+    input_ratio: Annotated[float, _finite(0, 10_000)] | None = None
+    output_tokens: Annotated[float, _finite(0, 10_000_000)] | None = None
+    calls: Annotated[float, _finite(0, 100_000)] | None = None
+    observed_limits: dict[Annotated[str, Field(max_length=64)], Annotated[int, Field(gt=0, le=MAX_QUOTED_LIMIT)]] = (
+        Field(default_factory=dict, max_length=16)
+    )
+    observed_at: AwareDatetime | None = None
+    clean_runs: Annotated[int, Field(ge=0, le=10**9)] = 0
+    rate_limited_runs: Annotated[int, Field(ge=0, le=10**9)] = 0
+
+    @model_validator(mode="after")
+    def _times_in_range(self) -> LearnedDoc:
+        for name in _DATES:
+            moment = getattr(self, name)
+            if moment is not None and not _EARLIEST <= moment <= _LATEST:
+                raise ValueError(f"{name} {moment.isoformat()} is not a plausible time")
+        if self.cooldown_until is not None:
+            since = self.updated_at or self.last_429_at
+            if since is None or self.cooldown_until > since + timedelta(seconds=MAX_WAIT_SECONDS + 86_400):
+                raise ValueError("cooldown_until is further off than any provider window")
+        return self
 
 
 def learned_state_path() -> Path:
@@ -41,33 +95,77 @@ def _encode(learned: Learned) -> str:
     for name in _DATES:
         if data[name] is not None:
             data[name] = data[name].isoformat()
-    return json.dumps(data, sort_keys=True)
+    return json.dumps(data, sort_keys=True)  # NaN is written as NaN here, and refused by the check
 
 
-def _decode(text: str) -> Learned:
-    data: dict[str, Any] = json.loads(text)
-    known = {f.name for f in fields(Learned)}
-    data = {k: v for k, v in data.items() if k in known}
-    for name in _DATES:
-        if data.get(name):
-            data[name] = datetime.fromisoformat(data[name])
-    return Learned(**data)
+def _parse(text: str) -> Learned | str:
+    """The state in ``text``, or why it cannot be used."""
+    try:
+        doc = LearnedDoc.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the document"
+        return f"{where}: {first['msg']}" + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else "")
+    return Learned(**doc.model_dump())
+
+
+def _problem(text: str) -> str | None:
+    parsed = _parse(text)
+    return parsed if isinstance(parsed, str) else None
+
+
+def _decode(text: str | None) -> Learned:
+    parsed = Learned() if text is None else _parse(text)
+    return Learned() if isinstance(parsed, str) else parsed
 
 
 class LearnedStore:
-    """The learned state of every provider+model, one document each in a small SQLite file."""
+    """The learned state of every provider+model, one checked document each in a small SQLite file."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or learned_state_path()
         self._documents = KeyedDocuments(self.path)
+        self.warnings: list[str] = []
 
     def get(self, key: str) -> Learned:
-        text = self._documents.get(key)
-        return Learned() if text is None else _decode(text)
+        """The state of ``key``: defaults when there is none, or when it fails its check (then quarantined)."""
+        try:
+            return _decode(self._documents.get(key, _problem, _now()))
+        except StateError as exc:
+            self._warn(f"the learned state could not be read ({exc}); the scheduler uses its defaults")
+            return Learned()
 
     def update(self, key: str, change: Callable[[Learned], Learned], now: datetime) -> Learned:
-        """Apply ``change`` to the stored state atomically and return the result."""
-        text = self._documents.update(
-            key, lambda old: _encode(change(Learned() if old is None else _decode(old))), now.isoformat()
-        )
-        return _decode(text)
+        """Apply ``change`` to the stored state atomically and return the result (a result that fails its
+        check is quarantined, not stored, and the stored state is returned)."""
+        try:
+            stored = self._documents.update(key, lambda old: _encode(change(_decode(old))), _problem, now.isoformat())
+        except StateError as exc:
+            self._warn(f"the learned state could not be updated ({exc}); this run taught the scheduler nothing")
+            return Learned()
+        return _decode(stored)
+
+    def notes(self, key: str) -> list[str]:
+        """What a person should know about the state of ``key``: quarantined documents, unreadable files."""
+        try:
+            set_aside = self._documents.quarantined(key)
+        except StateError as exc:
+            set_aside = []
+            self._warn(f"the learned state could not be read ({exc}); the scheduler uses its defaults")
+        notes = list(self.warnings)
+        if set_aside:
+            at, why = set_aside[0]
+            notes.append(
+                f"The learned state for {key} failed its check ({why}) and was set aside at {at}, in the "
+                f"quarantine table of {self.path} ({len(set_aside)} document(s) so far); the scheduler uses its "
+                "defaults until it learns again. Nothing needs doing; delete the file to clear the record."
+            )
+        return notes
+
+    def _warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

@@ -5,15 +5,25 @@ Both Anthropic (``anthropic-ratelimit-*``, RFC 3339 resets) and OpenAI
 ``retry-after-ms`` and ``retry-after`` (seconds or an HTTP date) and the usual
 stderr phrasings of a throttled subagent. Spend caps and a rejected
 subscription window are hard stops: waiting does not help, a person must act.
+
+The text is untrusted (a subagent's output can end up in it): every wait is
+clamped to ``MAX_WAIT_SECONDS`` and every quoted limit to ``MAX_QUOTED_LIMIT``,
+and a number that is not finite is ignored, so no text can set a cooldown for
+ever or break the learned state every audit shares.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
+
+MAX_WAIT_SECONDS = 7 * 86_400.0  # the longest provider window (a weekly usage limit)
+MAX_QUOTED_LIMIT = 10**12
+_MAX_DIGITS = 13
 
 # Header bucket names mapped to the limit keys of ``limits.resolve_limits``.
 _ANTHROPIC_BUCKETS = {
@@ -88,20 +98,28 @@ class RateLimitSignal:
         return max(candidates) if candidates else None
 
 
-def go_duration(text: str) -> float | None:
-    """Seconds in a Go duration such as ``1s``, ``6m0s``, ``12ms`` or ``1h2m3.5s``."""
-    value = text.strip()
-    if not value or not _GO_DURATION.match(value):
+def clamp_wait(seconds: float) -> float | None:
+    """A wait in seconds from 0 to ``MAX_WAIT_SECONDS``; ``None`` for NaN."""
+    if math.isnan(seconds):
         return None
-    return sum(float(n) * _GO_UNITS[unit] for n, unit in _GO_PART.findall(value))
+    return min(max(0.0, seconds), MAX_WAIT_SECONDS)
+
+
+def go_duration(text: str) -> float | None:
+    """Seconds in a Go duration such as ``1s``, ``6m0s``, ``12ms`` or ``1h2m3.5s`` (clamped to a week)."""
+    value = text.strip()
+    if not value or len(value) > 64 or not _GO_DURATION.match(value):
+        return None
+    return clamp_wait(sum(float(n) * _GO_UNITS[unit] for n, unit in _GO_PART.findall(value)))
 
 
 def _number(text: str) -> float | None:
-    """``text`` as a plain number, or None when it is some other format (a date, a duration)."""
+    """``text`` as a plain, finite number, or None when it is some other format (a date, a duration)."""
     try:
-        return float(text)
+        number = float(text)
     except ValueError:
         return None
+    return number if math.isfinite(number) else None
 
 
 def _when(value: str, now: datetime) -> datetime | None:
@@ -111,7 +129,7 @@ def _when(value: str, now: datetime) -> datetime | None:
     if seconds is not None:
         return now + timedelta(seconds=seconds)
     if (number := _number(text)) is not None:
-        return now + timedelta(seconds=number)
+        return now + timedelta(seconds=clamp_wait(number) or 0.0)
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -119,12 +137,13 @@ def _when(value: str, now: datetime) -> datetime | None:
             moment = parsedate_to_datetime(text)
         except (TypeError, ValueError, IndexError):
             return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return min(moment, now + timedelta(seconds=MAX_WAIT_SECONDS))
 
 
 def _retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
     if "retry-after-ms" in headers and (ms := _number(headers["retry-after-ms"])) is not None:
-        return max(0.0, ms / 1000)
+        return clamp_wait(ms / 1000)
     # An unreadable retry-after-ms falls back to retry-after, as the official SDKs do.
     if "retry-after" in headers:
         at = _when(headers["retry-after"], now)
@@ -134,10 +153,8 @@ def _retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
 
 
 def _int(value: str) -> int | None:
-    try:
-        return int(float(value))
-    except ValueError:
-        return None
+    number = _number(value)
+    return int(number) if number is not None and abs(number) <= MAX_QUOTED_LIMIT else None
 
 
 def parse_headers(headers: Mapping[str, str], now: datetime, *, status: int | None = None) -> RateLimitSignal:
@@ -207,7 +224,7 @@ def parse_error_text(text: str, now: datetime) -> RateLimitSignal:
     from_headers = parse_headers(quoted, now) if quoted else RateLimitSignal()
     retry = from_headers.retry_after_seconds
     if retry is None and (m := _TRY_AGAIN.search(text)):
-        retry = sum(float(n) * _phrase_unit(u) for n, u in _PHRASE_PART.findall(m.group(1)))
+        retry = clamp_wait(sum(float(n) * _phrase_unit(u) for n, u in _PHRASE_PART.findall(m.group(1))))
     hard_stop = from_headers.hard_stop
     if _SPEND_CAP.search(text):
         hard_stop = "the provider's spend cap or credit balance is exhausted: " + _excerpt(text, _SPEND_CAP)
@@ -216,8 +233,9 @@ def parse_error_text(text: str, now: datetime) -> RateLimitSignal:
     rate_limited = bool(_RATE_LIMITED.search(text)) or from_headers.rate_limited or hard_stop is not None
     limits = dict(from_headers.limits)
     for amount, unit, unit_after, amount_after in _QUOTED_LIMIT.findall(text):
-        value = int((amount or amount_after).replace(",", ""))
-        if value > 0:
+        digits = (amount or amount_after).replace(",", "")
+        value = int(digits) if 0 < len(digits) <= _MAX_DIGITS else 0
+        if 0 < value <= MAX_QUOTED_LIMIT:
             limits.setdefault(_QUOTED_KEYS[(unit or unit_after).lower()], value)
     overloaded = bool(_OVERLOADED.search(text)) and not _RATE_LIMITED.search(text)
     return RateLimitSignal(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp.core.errors import ConfigError
+from audit_mcp.scheduling.learned import STATE_FILENAME, LearnedStore
 from audit_mcp.usecases.service import AuditService
 from audit_mcp.usecases.workspace import ARTIFACTS_DIRNAME
 
@@ -110,7 +111,9 @@ def run_demo(into: Path | None, say: Say, *, max_runs: int = 10) -> DemoResult:
     root = copy_fixture(into)
     say(f"reviewer: {REVIEWER_LABEL}")
     say(f"repository: {root} (a copy of the bundled fixture)")
-    service = AuditService(root)
+    # The demo learns nothing about the user's model limits: its own learned state, in its own folder.
+    service = AuditService(root, learned=LearnedStore(root / ARTIFACTS_DIRNAME / STATE_FILENAME))
+    say(f"learned rate-limit state: {service.learned.path} (the demo's own; yours is left alone)")
     reviewer = AnswerKeyReviewer(answer_key())
     step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 4}, client_name="audit-mcp-demo")
     runs = packets = 0

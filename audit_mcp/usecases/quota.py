@@ -61,6 +61,7 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         notes.append(probed.note)
     if learned.hard_stop:
         notes.append(f"Last hard stop: {learned.hard_stop}")
+    notes += ws.learned.notes(key)
     view = schedule_view(planned, pacing, key)
     return QuotaStatus(
         provider=limits.provider,

@@ -39,6 +39,7 @@ class Workspace:
         *,
         config_path: Path | None = None,
         clock: Clock | None = None,
+        learned: LearnedStore | None = None,
     ) -> None:
         self.root = Path(root).expanduser().resolve()
         if not self.root.is_dir():
@@ -55,7 +56,7 @@ class Workspace:
         if not ignore.exists():
             write_atomic(ignore, "# audit-mcp's working files; never audited, never committed.\n*\n")
         self.store = Store(self.artifacts_dir)
-        self.learned = LearnedStore()
+        self.learned = learned or LearnedStore()
         self.probe_transport: httpx.BaseTransport | None = None  # a seam for tests of the provider probe
 
     def now(self) -> str:
