@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from audit_mcp.core.escape import md_code, md_inline
 from audit_mcp.engine.lenses import Lens
 from audit_mcp.engine.packets import PacketPlan
 from audit_mcp.engine.templates import render
@@ -42,7 +43,9 @@ def estimate_tokens(text: str) -> int:
 
 def _task_table(cells: Sequence[Cell]) -> str:
     rows = ["| task_id | file | lines | lens |", "|---|---|---|---|"]
-    rows += [f"| {c.task_id} | `{c.path}` | {c.start_line}-{c.end_line} | {c.lens} |" for c in cells]
+    rows += [
+        f"| {c.task_id} | {md_code(c.path, in_table=True)} | {c.start_line}-{c.end_line} | {c.lens} |" for c in cells
+    ]
     return "\n".join(rows)
 
 
@@ -53,14 +56,14 @@ def _file_table(plan: PacketPlan, files: Mapping[str, FileRow]) -> tuple[str, st
         row = files[unit.path]
         whole = unit.start_line == 1 and unit.end_line >= row.line_count
         rows.append(
-            f"| `{unit.path}` | {row.kind} | {row.language} | {row.line_count} | "
+            f"| {md_code(unit.path, in_table=True)} | {row.kind} | {row.language} | {row.line_count} | "
             f"{'all' if whole else f'{unit.start_line}-{unit.end_line}'} |"
         )
         if not whole:
             chunk_notes.append(
-                f"- `{unit.path}` is {row.line_count} lines long: review lines {unit.start_line}-{unit.end_line} "
-                f"only (read that range with your file tool's offset/limit, plus whatever surrounding code you "
-                f"need to understand it); other chunks are other tasks."
+                f"- {md_code(unit.path)} is {row.line_count} lines long: review lines "
+                f"{unit.start_line}-{unit.end_line} only (read that range with your file tool's offset/limit, plus "
+                "whatever surrounding code you need to understand it); other chunks are other tasks."
             )
     notes = "\n".join(chunk_notes) if chunk_notes else "Every file above is to be read in full."
     return "\n".join(rows), notes
@@ -80,10 +83,10 @@ def _import_context(plan: PacketPlan, edges: Sequence[tuple[str, str]]) -> str:
         if imports[path] or imported_by[path]:
             parts = []
             if imports[path]:
-                parts.append("imports " + ", ".join(f"`{p}`" for p in imports[path][:12]))
+                parts.append("imports " + ", ".join(md_code(p) for p in imports[path][:12]))
             if imported_by[path]:
-                parts.append("is imported by " + ", ".join(f"`{p}`" for p in imported_by[path][:12]))
-            lines.append(f"- `{path}` " + "; ".join(parts))
+                parts.append("is imported by " + ", ".join(md_code(p) for p in imported_by[path][:12]))
+            lines.append(f"- {md_code(path)} " + "; ".join(parts))
     return "\n".join(lines) if lines else "No import edges were found for these files."
 
 
@@ -106,7 +109,7 @@ def _previous(cells: Sequence[Cell]) -> str:
         if c.attempts and c.reason:
             by_reason[c.reason].append(c)
     # One line per distinct trouble: a refused results file's errors are quoted once, not once per task.
-    notes = sorted(f"- {_which(group)}: {reason}" for reason, group in by_reason.items())
+    notes = sorted(f"- {_which(group)}: {md_inline(reason)}" for reason, group in by_reason.items())
     if not notes:
         return "This is the first attempt at these tasks."
     return (
@@ -120,7 +123,7 @@ def _which(cells: Sequence[Cell]) -> str:
     ids = sorted(c.task_id for c in cells)
     tasks = ", ".join(ids) if len(ids) <= 6 else f"{len(ids)} tasks, {ids[0]} to {ids[-1]}"
     paths = sorted({c.path for c in cells})
-    files = ", ".join(f"`{p}`" for p in paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+    files = ", ".join(md_code(p) for p in paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
     return f"{tasks} ({files}; {', '.join(sorted({c.lens for c in cells}))})"
 
 
@@ -170,7 +173,9 @@ def leads_section(leads: Sequence[Lead]) -> str:
         return "No static-analyzer alerts fall in these files."
     rows = ["| lead_id | tool / rule | where | alert |", "|---|---|---|---|"]
     for x in leads:
-        where = f"`{x.path}:{x.start_line}" + (f"-{x.end_line}`" if x.end_line != x.start_line else "`")
+        where = md_code(
+            f"{x.path}:{x.start_line}" + (f"-{x.end_line}" if x.end_line != x.start_line else ""), in_table=True
+        )
         cwe = f" (CWE-{', CWE-'.join(x.cwes)})" if x.cwes else ""
         rows.append(f"| {x.lead_id} | {x.tool} {x.rule_id}{cwe} | {where} | {x.message} |")
     return (

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from audit_mcp.core.escape import md_block
 from audit_mcp.core.models import HostCapabilities, Step
 from audit_mcp.engine.templates import render
 
@@ -242,7 +243,10 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
         stop = "Stop after presenting the report; do not call the server again for this audit."
     else:
         prompt = render(
-            "steps/blocked.md", reason=ctx.reason, status_cli=_cli(ctx, "status"), coverage_line=_coverage_line(ctx)
+            "steps/blocked.md",
+            reason=md_block(ctx.reason),  # it can quote a subagent's error text or a repository's config
+            status_cli=_cli(ctx, "status"),
+            coverage_line=_coverage_line(ctx),
         )
         actions = ["report the blocker to the user verbatim", _cli(ctx, "status")]
         stop = "Stop now and report the blocker; do not retry until a person has fixed its cause."

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit_mcp.core.escape import md_block, md_cell, md_code, md_fence, md_inline
 from audit_mcp.findings.comparison import NEW, PERSISTING, Comparison
 from audit_mcp.findings.synthesis import SEVERITY_RANK, Finding, Synthesis
 from audit_mcp.store.records import Cell, CellState, FileRow
@@ -38,16 +39,17 @@ class ReportInput:
     sources: Mapping[str, bytes] = field(default_factory=dict)
 
 
-def _fence(text: str) -> str:
-    fence = "~~~~" if "```" in text else "```"
-    return f"{fence}\n{text}\n{fence}"
+def _at(path: str, start: int, end: int | None = None) -> str:
+    """``path:start-end`` as a code span that no backtick in the name can close."""
+    lines = f"{start}" if end is None or end == start else f"{start}-{end}"
+    return md_code(f"{path}:{lines}")
 
 
 def render_markdown(r: ReportInput) -> str:
     s = r.synthesis
     counts = s.by_severity()
     confirmed = confirmed_leads(r.leads)
-    out = [f"# Audit report: {r.repo_name}", ""]
+    out = [f"# Audit report: {md_inline(r.repo_name)}", ""]
     out.append(
         f"**Completeness: {r.completeness}**. {r.totals.get('total', 0)} cells (file or chunk × lens), "
         f"{r.totals.get('reviewed', 0)} reviewed, {r.totals.get('not_applicable', 0)} not applicable, "
@@ -59,7 +61,7 @@ def render_markdown(r: ReportInput) -> str:
         f"{r.manifest_digest[:12]}, audit {r.audit_id} started {r.created_at}, report {r.generated_at}."
     )
     if r.changed_since_snapshot:
-        shown = ", ".join(f"`{p}`" for p in r.changed_since_snapshot[:20])
+        shown = ", ".join(md_code(p) for p in r.changed_since_snapshot[:20])
         more = len(r.changed_since_snapshot) - 20
         out.append(
             f"\n> **Warning:** {len(r.changed_since_snapshot)} file(s) changed after the audit read them: {shown}"
@@ -81,40 +83,47 @@ def render_markdown(r: ReportInput) -> str:
     if not s.blocks:
         out.append("No findings, so nothing to fix.")
     for b in s.blocks:
-        out.append(f"### {b.block_id}. [{b.severity.upper()}] {b.title}")
-        out.append(f"Effort: {b.effort}. Files: {', '.join(f'`{f}`' for f in b.files)}.")
+        out.append(f"### {b.block_id}. [{b.severity.upper()}] {md_inline(b.title)}")
+        out.append(f"Effort: {b.effort}. Files: {', '.join(md_code(f) for f in b.files)}.")
         by_id = {f.finding_id: f for f in s.findings}
         for fid in b.finding_ids:
             f = by_id[fid]
-            out.append(f"- {fid} `{f.file}:{f.start_line}` {f.title}")
+            out.append(f"- {fid} {_at(f.file, f.start_line)} {md_inline(f.title)}")
         out.append("")
 
     out += ["## Findings", ""]
     if not s.findings:
         out.append("No findings were reported.")
     for f in s.findings:
-        lines = f"{f.start_line}" if f.start_line == f.end_line else f"{f.start_line}-{f.end_line}"
-        out.append(f"### {f.finding_id} [{f.severity}] {f.title}")
+        out.append(f"### {f.finding_id} [{f.severity}] {md_inline(f.title)}")
         meta = (
-            f"`{f.file}:{lines}`"
-            + (f" in `{f.symbol}`" if f.symbol else "")
+            _at(f.file, f.start_line, f.end_line)
+            + (f" in {md_code(f.symbol)}" if f.symbol else "")
             + f" · lens: {', '.join(f.lenses)} · confidence: {f.confidence} · category: {f.category_id}"
-            + (f" (reported as {f.category})" if f.category != f.category_id else "")
+            + (f" (reported as {md_inline(f.category)})" if f.category != f.category_id else "")
             + f" · fingerprint: `{f.fingerprint}`"
             + (f" · {r.comparison.states[f.fingerprint]}" if r.comparison is not None else "")
         )
-        out += [meta, "", f.description, "", _fence(f.evidence), "", f"**Recommendation:** {f.recommendation}"]
+        out += [
+            meta,
+            "",
+            md_block(f.description),
+            "",
+            md_fence(f.evidence),
+            "",
+            f"**Recommendation:** {md_block(f.recommendation)}",
+        ]
         if f.finding_id in confirmed:
             out.append(f"Confirms analyzer lead(s): {', '.join(confirmed[f.finding_id])}.")
         if len(f.severity_reasons) > 1:
             out.append(
                 f"Reported {len(f.severity_reasons)} times; the severity is the highest of: "
-                f"{'; '.join(f.severity_reasons)}."
+                f"{'; '.join(md_inline(x) for x in f.severity_reasons)}."
             )
         if len(f.locations) > 1:
             out.append("Also reported at lines " + ", ".join(f"{a}-{b}" for a, b in f.locations[1:]) + ".")
         for rel in f.related_locations:
-            out.append(f"- related ({rel['role']}): `{rel['file']}:{rel['start_line']}-{rel['end_line']}`")
+            out.append(f"- related ({md_inline(rel['role'])}): {_at(rel['file'], rel['start_line'], rel['end_line'])}")
         out.append("")
 
     if r.comparison is not None:
@@ -135,11 +144,11 @@ def render_markdown(r: ReportInput) -> str:
         out.append("None: every file in scope was reviewed under every lens.")
     for gap in r.gap_cells:
         out.append(
-            f"- {gap.state}: `{gap.path}` lines {gap.start_line}-{gap.end_line}, lens {gap.lens}"
-            f"{f': {gap.reason}' if gap.reason else ''}"
+            f"- {gap.state}: {md_code(gap.path)} lines {gap.start_line}-{gap.end_line}, lens {gap.lens}"
+            f"{f': {md_inline(gap.reason)}' if gap.reason else ''}"
         )
     for fr in r.skipped_files:
-        out.append(f"- skipped file: `{fr.path}`: {fr.skip_reason}")
+        out.append(f"- skipped file: {md_code(fr.path)}: {md_inline(fr.skip_reason or '')}")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -150,10 +159,14 @@ def _comparison_section(c: Comparison) -> list[str]:
         out.append(f"- {label}: {len(ids)}.")
     out.append(f"- Resolved (reviewed again, no longer reported): {len(c.resolved)}.")
     for f in c.resolved:
-        out.append(f"  - [{f.severity}] {f.title} (`{f.file}:{f.start_line}`, fingerprint `{f.fingerprint}`)")
+        out.append(
+            f"  - [{f.severity}] {md_inline(f.title)} ({_at(f.file, f.start_line)}, fingerprint `{f.fingerprint}`)"
+        )
     out.append(f"- Not rechecked (their file and lens were not reviewed this time): {len(c.not_rechecked)}.")
     for f in c.not_rechecked:
-        out.append(f"  - [{f.severity}] {f.title} (`{f.file}:{f.start_line}`, fingerprint `{f.fingerprint}`)")
+        out.append(
+            f"  - [{f.severity}] {md_inline(f.title)} ({_at(f.file, f.start_line)}, fingerprint `{f.fingerprint}`)"
+        )
     return [*out, ""]
 
 
@@ -163,7 +176,7 @@ def _leads_section(leads: Sequence[Mapping[str, Any]]) -> list[str]:
     out = [
         "## Analyzer leads",
         "",
-        f"{len(leads)} alert(s) from {', '.join(tools)}, each checked by a reviewer: "
+        f"{len(leads)} alert(s) from {', '.join(md_inline(t) for t in tools)}, each checked by a reviewer: "
         + ", ".join(f"{statuses.count(s)} {s}" for s in ("confirmed", "refuted", "disputed", "unchecked"))
         + ".",
         "",
@@ -172,9 +185,10 @@ def _leads_section(leads: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
     for x in leads:
         reasons = "; ".join(f"{v['verdict']}: {v['reason']}" for v in x["verdicts"]) or "not reviewed"
+        where = md_code(f"{x['file']}:{x['start_line']}", in_table=True)
         out.append(
-            f"| {x['lead_id']} | {x['tool']} {x['rule_id']} | `{x['file']}:{x['start_line']}` | "
-            f"{x['status']} | {', '.join(x['findings']) or '-'} | {reasons.replace('|', '/')} |"
+            f"| {x['lead_id']} | {md_cell(x['tool'])} {md_cell(x['rule_id'])} | {where} | "
+            f"{x['status']} | {', '.join(x['findings']) or '-'} | {md_cell(reasons)} |"
         )
     return [*out, ""]
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
+from audit_mcp.core.escape import uri_path
 from audit_mcp.core.taxonomy import describe, slug
 from audit_mcp.core.version import __version__
 from audit_mcp.findings.comparison import SARIF_BASELINE
@@ -107,7 +108,7 @@ def _location(
         region["snippet"] = {"text": snippet}
     return {
         "physicalLocation": {
-            "artifactLocation": {"uri": str(PurePosixPath(path)), "uriBaseId": SRCROOT},
+            "artifactLocation": {"uri": uri_path(str(PurePosixPath(path))), "uriBaseId": SRCROOT},
             "region": region,
         }
     }
@@ -204,7 +205,9 @@ def _notifications(r: ReportInput) -> list[dict[str, Any]]:
             {
                 "level": "note",
                 "message": {"text": f"skipped file {fr.path}: {fr.skip_reason}"},
-                "locations": [{"physicalLocation": {"artifactLocation": {"uri": fr.path, "uriBaseId": SRCROOT}}}],
+                "locations": [
+                    {"physicalLocation": {"artifactLocation": {"uri": uri_path(fr.path), "uriBaseId": SRCROOT}}}
+                ],
                 "descriptor": {"id": "coverage/skipped-file"},
             }
         )

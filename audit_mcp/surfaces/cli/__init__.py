@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from audit_mcp.core.errors import AuditError, InputError
-from audit_mcp.surfaces.cli.common import emit_refusal
+from audit_mcp.surfaces.cli.common import emit_refusal, say
 from audit_mcp.surfaces.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_REFUSED
 from audit_mcp.surfaces.cli.parser import build_parser
 
@@ -32,10 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(argv)
     except InputError as exc:
         emit_refusal(exc)
-        print(f"audit-mcp: refused: {exc}", file=sys.stderr)
+        say(f"refused: {exc}")
         return EXIT_REFUSED
     except AuditError as exc:
-        print(f"audit-mcp: error: {exc}", file=sys.stderr)
+        say(f"error: {exc}")
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("audit-mcp: interrupted; accepted work is saved", file=sys.stderr)

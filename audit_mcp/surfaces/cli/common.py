@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from audit_mcp.core.errors import InputError, PathError
+from audit_mcp.core.escape import terminal
 from audit_mcp.core.fs import read_capped
 from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json
 from audit_mcp.usecases.service import AuditService
@@ -91,14 +92,17 @@ def emit_refusal(exc: InputError) -> None:
 
 
 def emit(value: BaseModel | dict[str, Any] | str) -> None:
+    """JSON (or a text for people) on stdout; text never carries a terminal escape sequence, and neither does
+    JSON shown on a terminal (its strings can hold file names and reviewer text)."""
     if isinstance(value, BaseModel):
-        sys.stdout.write(value.model_dump_json(indent=2) + "\n")
+        text = value.model_dump_json(indent=2) + "\n"
     elif isinstance(value, dict):
-        sys.stdout.write(json.dumps(value, indent=2) + "\n")
+        text = json.dumps(value, indent=2) + "\n"
     else:
-        sys.stdout.write(value if value.endswith("\n") else value + "\n")
+        text = terminal(value if value.endswith("\n") else value + "\n")
+    sys.stdout.write(terminal(text) if sys.stdout.isatty() else text)
 
 
 def say(line: str) -> None:
-    """A message for the person at the terminal (stderr)."""
-    print(f"audit-mcp: {line}", file=sys.stderr, flush=True)
+    """A message for the person at the terminal (stderr), without escape sequences."""
+    print(f"audit-mcp: {terminal(line)}", file=sys.stderr, flush=True)
