@@ -4,7 +4,8 @@ Intake (``intake``, ``ignores``, ``languages``, ``incremental``), lenses (``lens
 coverage matrix (``coverage``), packing (``packets``, ``batching``), packet
 and step prompts (``packet_prompts``, ``steps``, ``templates``), the dispatch
 plan document (``dispatch``), the obligation planner (``planner``), validation
-of submissions (``validation``, ``checks``), folding a run into the matrix
+of submissions (``inputs``, the models that also publish the tools' input
+schemas; ``validation``, ``checks``), folding a run into the matrix
 (``ingest``), files that changed under review (``drift``) and host
 capabilities (``hosts``).
 

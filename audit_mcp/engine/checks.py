@@ -9,7 +9,8 @@ Reviewer output is untrusted. Before anything is stored or learned:
   surrogates and of at most ``MAX_STRING_CHARS``, at most ``MAX_JSON_NODES`` values in all
   (``value_problems``);
 - free text loses its control characters (all but tab and newline) and bidirectional overrides
-  (``clean_text``); texts, evidence, arrays and ``usage`` numbers have the caps below.
+  (``clean_text``); texts, evidence, arrays and ``usage`` numbers have the caps below, which the models
+  of ``inputs`` apply (and publish in the tools' schemas).
 
 Each check records a precise, fixable problem (a JSON-pointer location and what to do) in an ``Outcome``
 (or a list of pairs) instead of raising, so one pass reports every mistake at once.
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,43 +250,3 @@ def locate_evidence(lines: Sequence[str], evidence: str) -> list[tuple[int, int]
         if all(wanted[j] in nonblank[idx + j][1] for j in range(1, len(wanted))):
             found.append((nonblank[idx][0], nonblank[idx + len(wanted) - 1][0]))
     return found
-
-
-def objects_in(out: Outcome, raw: list[Any], loc: str, not_an_object: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Each item of an array that should hold objects, with its location; any other item is an error."""
-    for k, item in enumerate(raw):
-        if isinstance(item, dict):
-            yield f"{loc}/{k}", item
-        else:
-            out.error(f"{loc}/{k}", not_an_object)
-
-
-def text_field(out: Outcome, obj: Mapping[str, Any], key: str, loc: str, *, required: bool) -> str | None:
-    value = obj.get(key)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        if required:
-            out.error(f"{loc}/{key}", f"'{key}' is required: give a non-empty string")
-        return None
-    if not isinstance(value, str):
-        out.error(f"{loc}/{key}", f"'{key}' must be a string, not {type(value).__name__}")
-        return None
-    cap = TEXT_CAPS.get(key)
-    if cap is not None and len(value) > cap:
-        out.error(f"{loc}/{key}", f"'{key}' has {len(value)} characters; keep it under {cap}")
-        return None
-    cleaned = clean_text(value).strip()
-    if not cleaned and required:
-        out.error(f"{loc}/{key}", f"'{key}' holds only control characters; give a non-empty string")
-    return cleaned or None
-
-
-def line_field(out: Outcome, obj: Mapping[str, Any], key: str, loc: str) -> int | None:
-    value = obj.get(key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        shown = repr(value) if isinstance(value, int | float | type(None)) else f"a {type(value).__name__}"
-        out.error(f"{loc}/{key}", f"'{key}' must be a whole line number (1-based), not {shown}")
-        return None
-    if value < 1:
-        out.error(f"{loc}/{key}", f"'{key}' is {value}; line numbers start at 1")
-        return None
-    return value

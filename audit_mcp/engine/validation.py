@@ -2,12 +2,18 @@
 
 Pure: the packet's tasks, a way to read the repository's files, and the raw
 payload in; errors, warnings and a normalised payload out. Every message
-names where the problem is (a JSON-pointer-like location) and how to fix it.
+names where the problem is (a JSON-pointer location) and how to fix it.
+
+Two halves. The shape (types, choices, bounds, required fields) is the models
+of ``inputs``, which also publish the tools' input schemas, so the schema a
+host reads and the checks it meets are one definition. Then what only the
+packet and the files can tell: the task is the packet's, the file is the
+packet's and the lines are in it, the evidence is really there, every lead
+carried is judged, a summary says what was examined.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -15,26 +21,20 @@ from audit_mcp.core.errors import PathError
 from audit_mcp.core.fs import normalize_relpath
 from audit_mcp.core.taxonomy import classify
 from audit_mcp.engine.checks import (
-    CONFIDENCES,
     EVIDENCE_SLACK_LINES,
     MAX_EVIDENCE_CHARS,
     MAX_EVIDENCE_LINES,
-    MAX_FINDINGS_PER_TASK,
-    MAX_RELATED,
     MIN_EVIDENCE_CHARS,
     MIN_SUMMARY_CHARS,
-    SEVERITIES,
-    STATUSES,
     USAGE_BOUNDS,
     Outcome,
-    line_field,
+    clean_text,
     locate_evidence,
-    objects_in,
     squash,
-    text_field,
     vacuous,
 )
-from audit_mcp.store.records import VERDICTS, Cell, Lead
+from audit_mcp.engine.inputs import TaskResult, Usage, shape_problems
+from audit_mcp.store.records import Cell, Lead
 
 
 class PacketValidator:
@@ -103,52 +103,45 @@ class PacketValidator:
         if not isinstance(usage, dict):
             out.error("/usage", '\'usage\' must be an object such as {"input_tokens": 1200, "seconds": 95}')
             return {}
-        clean: dict[str, float] = {}
-        for key, bound in USAGE_BOUNDS.items():
-            value = usage.get(key)
-            if value is None:
-                continue
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not math.isfinite(value)
-                or not 0 <= value <= bound
-            ):
-                out.error(f"/usage/{key}", f"'{key}' must be a finite number from 0 to {bound:g}, as counted")
-            else:
-                clean[key] = float(value)
-        return clean
+        problems = shape_problems(Usage, usage, ("usage",))
+        for _, where, message in problems:
+            out.error(where, message)
+        bad = {path[0] for path, _, _ in problems}
+        return {k: float(usage[k]) for k in USAGE_BOUNDS if usage.get(k) is not None and k not in bad}
 
     def _task(self, out: Outcome, item: Mapping[str, Any], cell: Cell, loc: str) -> dict[str, Any] | None:
         errors_before = len(out.errors)
+        shape = shape_problems(TaskResult, item, ("results", int(loc.rsplit("/", 1)[1])), self._lead_messages)
+        for _, where, message in shape:
+            out.error(where, message)
+        bad = {path[:2] for path, _, _ in shape}  # ("summary",), ("findings", 2), ("leads", 0) ...
         status = item.get("status")
-        if status not in STATUSES:
-            out.error(f"{loc}/status", f"status {status!r} is not one of {', '.join(STATUSES)}")
-        summary = text_field(out, item, "summary", loc, required=True)
+        summary = _text(out, item, "summary", loc, required=("summary",) not in bad)
         if summary is not None and status == "reviewed" and (len(summary) < MIN_SUMMARY_CHARS or vacuous(summary)):
             out.error(
                 f"{loc}/summary",
                 "the summary must say what you examined (functions, inputs, sinks, searches) and, with no "
                 "findings, why the code is clear; 'no obvious issues' is not an answer",
             )
-        reason = text_field(out, item, "reason", loc, required=status in ("not_applicable", "could_not_review"))
-        raw_findings = item.get("findings", [])
-        if raw_findings is None:
-            raw_findings = []
-        if not isinstance(raw_findings, list):
-            out.error(f"{loc}/findings", "'findings' must be an array (empty when there are none)")
-            raw_findings = []
+        needs_reason = status in ("not_applicable", "could_not_review") and ("reason",) not in bad
+        given_reason = item.get("reason")
+        reason = _text(out, item, "reason", loc, required=needs_reason)
+        if needs_reason and (not isinstance(given_reason, str) or not given_reason.strip()):
+            out.error(f"{loc}/reason", "'reason' is required: give a non-empty string")
+        given = item.get("findings")
+        raw_findings: list[Any] = given if isinstance(given, list) else []
         if raw_findings and status != "reviewed":
             out.error(f"{loc}/findings", f"a task with status {status} cannot carry findings; use status reviewed")
-        if len(raw_findings) > MAX_FINDINGS_PER_TASK:
-            out.error(f"{loc}/findings", f"{len(raw_findings)} findings; at most {MAX_FINDINGS_PER_TASK} per task")
-            raw_findings = []
         findings = []
-        for j, raw in enumerate(raw_findings):
-            finding = self._finding(out, raw, cell, f"{loc}/findings/{j}")
-            if finding is not None:
-                findings.append(finding)
-        verdicts = self._verdicts(out, item.get("leads"), cell, status, loc)
+        if ("findings",) not in bad:
+            for j, raw in enumerate(raw_findings):
+                if ("findings", j) in bad:
+                    continue
+                finding = self._finding(out, raw, cell, f"{loc}/findings/{j}")
+                if finding is not None:
+                    findings.append(finding)
+        leads = item.get("leads") if ("leads",) not in bad else None
+        verdicts = self._verdicts(out, leads, cell, status, loc, {b[1] for b in bad if len(b) == 2 and b[0] == "leads"})
         if len(out.errors) > errors_before:
             return None
         result: dict[str, Any] = {"task_id": cell.task_id, "status": status, "summary": summary, "findings": findings}
@@ -158,13 +151,15 @@ class PacketValidator:
             result["leads"] = verdicts
         return result
 
+    @property
+    def _lead_messages(self) -> dict[str, Callable[[Any], str]]:
+        known = ", ".join(sorted(self.leads)) or "none"
+        return {"lead_id": lambda v: f"lead {v!r} is not carried by packet {self.packet_id}; its leads are: {known}"}
+
     def _location(
         self, out: Outcome, obj: Mapping[str, Any], loc: str, *, allowed: Sequence[str] | None
     ) -> tuple[str, int, int, list[str]] | None:
-        raw_file = obj.get("file")
-        if not isinstance(raw_file, str):
-            out.error(f"{loc}/file", "'file' is required: the repo-relative path of the file")
-            return None
+        raw_file = obj["file"]  # its shape is checked: a string, and whole line numbers from 1
         try:
             path = normalize_relpath(raw_file)
         except PathError as exc:
@@ -184,9 +179,7 @@ class PacketValidator:
         if lines is None:
             out.error(f"{loc}/file", f"'{raw_file}' cannot be read inside the repository root; check the path")
             return None
-        start, end = line_field(out, obj, "start_line", loc), line_field(out, obj, "end_line", loc)
-        if start is None or end is None:
-            return None
+        start, end = obj["start_line"], obj["end_line"]
         if end < start:
             out.error(f"{loc}/end_line", f"end_line {end} is before start_line {start}")
             return None
@@ -199,29 +192,24 @@ class PacketValidator:
         return path, start, end, lines
 
     def _finding(self, out: Outcome, raw: Any, cell: Cell, loc: str) -> dict[str, Any] | None:
-        if not isinstance(raw, dict):
-            out.error(loc, "each finding must be an object")
-            return None
+        """The second half for a finding whose shape is right: its place, its evidence, its related places."""
         before = len(out.errors)
-        title = text_field(out, raw, "title", loc, required=True)
-        category = text_field(out, raw, "category", loc, required=True)
-        description = text_field(out, raw, "description", loc, required=True)
-        recommendation = text_field(out, raw, "recommendation", loc, required=True)
-        symbol = text_field(out, raw, "symbol", loc, required=False)
-        severity, confidence = raw.get("severity"), raw.get("confidence")
-        if severity not in SEVERITIES:
-            out.error(f"{loc}/severity", f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
-        if confidence not in CONFIDENCES:
-            out.error(f"{loc}/confidence", f"confidence {confidence!r} is not one of {', '.join(CONFIDENCES)}")
+        title = _text(out, raw, "title", loc, required=True)
+        category = _text(out, raw, "category", loc, required=True)
+        description = _text(out, raw, "description", loc, required=True)
+        recommendation = _text(out, raw, "recommendation", loc, required=True)
+        symbol = _text(out, raw, "symbol", loc, required=False)
+        severity, confidence = raw["severity"], raw["confidence"]
         place = self._location(out, raw, loc, allowed=self.packet_files)
-        evidence = raw.get("evidence")
-        if not isinstance(evidence, str) or len(squash(evidence)) < MIN_EVIDENCE_CHARS:
+        quoted: str = raw["evidence"]
+        evidence: str | None = quoted
+        if len(squash(quoted)) < MIN_EVIDENCE_CHARS:
             out.error(
                 f"{loc}/evidence",
                 f"'evidence' must quote at least {MIN_EVIDENCE_CHARS} characters copied verbatim from the file",
             )
             evidence = None
-        elif len(evidence) > MAX_EVIDENCE_CHARS or len(evidence.splitlines()) > MAX_EVIDENCE_LINES:
+        elif len(quoted.splitlines()) > MAX_EVIDENCE_LINES:
             out.error(
                 f"{loc}/evidence",
                 f"evidence is too long; quote the smallest proving snippet (at most {MAX_EVIDENCE_LINES} lines "
@@ -289,29 +277,24 @@ class PacketValidator:
         )
         return 0, 0
 
-    def _verdicts(self, out: Outcome, raw: Any, cell: Cell, status: Any, loc: str) -> list[dict[str, str]]:
+    def _verdicts(
+        self, out: Outcome, raw: Any, cell: Cell, status: Any, loc: str, bad: set[Any]
+    ) -> list[dict[str, str]]:
         """The task's verdicts on the analyzer leads of its file (``leads`` is optional: results without it
-        are read as before)."""
-        if raw is None or raw == []:
-            return []
-        if not isinstance(raw, list):
-            out.error(f"{loc}/leads", "'leads' must be an array of {lead_id, verdict, reason}")
+        are read as before); ``bad`` holds the indexes whose shape is already refused."""
+        if not raw:
             return []
         if status != "reviewed":
             out.error(f"{loc}/leads", f"a task with status {status} cannot judge leads; use status reviewed")
             return []
         clean = []
-        for vloc, item in objects_in(
-            out, raw, f"{loc}/leads", "each lead verdict must be an object {lead_id, verdict, reason}"
-        ):
-            lead_id = item.get("lead_id")
-            lead = self.leads.get(lead_id) if isinstance(lead_id, str) else None
+        for k, item in enumerate(raw):
+            if k in bad:
+                continue
+            vloc = f"{loc}/leads/{k}"
+            lead = self.leads.get(item["lead_id"])
             if lead is None:
-                known = ", ".join(sorted(self.leads)) or "none"
-                out.error(
-                    f"{vloc}/lead_id",
-                    f"lead {item.get('lead_id')!r} is not carried by packet {self.packet_id}; its leads are: {known}",
-                )
+                out.error(f"{vloc}/lead_id", self._lead_messages["lead_id"](item["lead_id"]))
                 continue
             if lead.path != cell.path:
                 out.error(
@@ -320,13 +303,9 @@ class PacketValidator:
                     f"task on that file, not {cell.path}",
                 )
                 continue
-            verdict = item.get("verdict")
-            if verdict not in VERDICTS:
-                out.error(f"{vloc}/verdict", f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
-                continue
-            why = text_field(out, item, "reason", vloc, required=True)
+            why = _text(out, item, "reason", vloc, required=True)
             if why is not None:
-                clean.append({"lead_id": lead.lead_id, "verdict": verdict, "reason": why})
+                clean.append({"lead_id": lead.lead_id, "verdict": item["verdict"], "reason": why})
         return clean
 
     def _check_leads_answered(self, out: Outcome, results: Sequence[Any]) -> None:
@@ -351,20 +330,23 @@ class PacketValidator:
             )
 
     def _related(self, out: Outcome, raw: Any, loc: str) -> list[dict[str, Any]]:
-        if raw is None:
-            return []
-        if not isinstance(raw, list):
-            out.error(
-                f"{loc}/related_locations", "'related_locations' must be an array of {file, start_line, end_line, role}"
-            )
-            return []
-        if len(raw) > MAX_RELATED:
-            out.error(f"{loc}/related_locations", f"at most {MAX_RELATED} related locations")
-            return []
         clean = []
-        for rloc, item in objects_in(out, raw, f"{loc}/related_locations", "each related location must be an object"):
+        for k, item in enumerate(raw or []):
+            rloc = f"{loc}/related_locations/{k}"
             place = self._location(out, item, rloc, allowed=None)
-            role = text_field(out, item, "role", rloc, required=False) or "related"
+            role = _text(out, item, "role", rloc, required=False) or "related"
             if place is not None:
                 clean.append({"file": place[0], "start_line": place[1], "end_line": place[2], "role": role[:60]})
         return clean
+
+
+def _text(out: Outcome, obj: Mapping[str, Any], key: str, loc: str, *, required: bool) -> str | None:
+    """A text field whose shape is checked, as stored: control characters gone, trimmed; None when absent.
+    A required one left empty by the cleaning is refused."""
+    value = obj.get(key)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    cleaned = clean_text(value).strip()
+    if not cleaned and required:
+        out.error(f"{loc}/{key}", f"'{key}' holds only control characters; give a non-empty string")
+    return cleaned or None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, SkipValidation
+
+from audit_mcp.engine.inputs import Failure, TaskResult, Usage
 
 Root = Annotated[
     str | None,
@@ -62,23 +64,20 @@ Provider = Annotated[
     Field(description="The model's provider (anthropic, openai, google) when the model name does not say."),
 ]
 Results = Annotated[
-    list[dict[str, Any]] | str,
+    list[TaskResult] | str,
+    SkipValidation,  # the server checks it (and says where and how to fix it), by these same models
     Field(
-        description="One result per task of the packet (or that array as a JSON string): {task_id, status, summary, "
-        "reason?, findings: [...]}, as the packet prompt's result schema says."
+        description="One result per task of the packet, or that array as a JSON string; an object "
+        '{"results": [...], "usage": {...}} is read too.'
     ),
 ]
-Usage = Annotated[
-    dict[str, float] | None,
-    Field(
-        description="What this review cost, as far as known: input_tokens, output_tokens, api_calls, seconds, "
-        "rate_limited_calls. The scheduler sizes later waves from it; leave out what you do not know."
-    ),
+UsageIn = Annotated[
+    Usage | None,
+    SkipValidation,
+    Field(description="What this review cost, as far as known; leave out what you do not know."),
 ]
 Failures = Annotated[
-    list[dict[str, str]] | None,
-    Field(
-        description='The packets whose subagent failed: [{"packet_id": ..., "error": "<the error text you saw>"}]. '
-        "A packet neither submitted nor listed counts as failed."
-    ),
+    list[Failure] | None,
+    SkipValidation,
+    Field(description="The packets whose subagent failed; a packet neither submitted nor listed counts as failed."),
 ]

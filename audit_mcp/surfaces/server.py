@@ -214,7 +214,7 @@ def build_server(
         run_id: p.RunId,
         packet_id: p.PacketId,
         results: p.Results,
-        usage: p.Usage = None,
+        usage: p.UsageIn = None,
     ) -> Receipt:
         """Hand in one packet's review results: one object per task of the packet.
 
@@ -246,8 +246,9 @@ def build_server(
         to the retry budget; rate-limit errors set a cooldown. Call next_step afterwards.
         """
         progress = _reporter(ctx, channels)
+        reported: Any = failures or []  # raw JSON: the use case checks it against the same models
         summary = await anyio.to_thread.run_sync(
-            lambda: _call(lambda: registry.for_run(run_id).merge_and_ingest(run_id, failures or [], progress=progress))
+            lambda: _call(lambda: registry.for_run(run_id).merge_and_ingest(run_id, reported, progress=progress))
         )
         if not summary.already_merged:
             await channels.changed(ctx, STATE_URIS)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from audit_mcp.core.errors import InputError, NotFoundError
@@ -13,6 +13,7 @@ from audit_mcp.engine import drift
 from audit_mcp.engine.checks import MAX_FAILURE_TEXT_CHARS, clean_text, value_problems
 from audit_mcp.engine.coverage import completeness, totals
 from audit_mcp.engine.ingest import INVALID_RESULTS, ingest_run
+from audit_mcp.engine.inputs import Failure, shape_problems
 from audit_mcp.scheduling.failures import NOT_SUBMITTED, classify
 from audit_mcp.scheduling.pacing import pacing_settings, run_outcome
 from audit_mcp.store.records import FileRow
@@ -137,6 +138,12 @@ def merge_and_ingest(
     )
 
 
+_FAILURE_MESSAGES: dict[str, Callable[[Any], str]] = {
+    "packet_id": lambda v: id_problem("packet_id", v) or "packet_id must be the packet's id",
+    "error": lambda v: f"'error' must be the error text the host saw, not {type(v).__name__}",
+}
+
+
 def _reported(failures: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
     """Packet id -> the error text the host saw, for every well-formed failure; ``InputError`` otherwise."""
     if failures is not None and not isinstance(failures, list | tuple):
@@ -150,6 +157,10 @@ def _reported(failures: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
         loc = f"/failures/{i}"
         if not isinstance(item, Mapping):
             problems.append((loc, "each failure must be an object {packet_id, error} (the text the host saw)"))
+            continue
+        shape = shape_problems(Failure, item, ("failures", i), _FAILURE_MESSAGES)
+        if shape:
+            problems += [(where, message) for _, where, message in shape]
             continue
         packet_id = item.get("packet_id")
         if problem := id_problem("packet_id", packet_id):
