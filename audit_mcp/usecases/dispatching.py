@@ -32,6 +32,8 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
     now = ws.now()
     with ws.store.write() as tx:
         audit = ws.require_audit(tx)
+        if any(r.state == "open" for r in tx.runs(audit.audit_id, plan=False)):
+            return  # another caller opened a run while this one decided to: that run is the one to follow
         files = {f.path: f for f in tx.files(audit.audit_id)}
         edges = tx.edges(audit.audit_id)
         judged = {v.lead_id for v in tx.verdicts(audit.audit_id)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from audit_mcp.core.errors import InputError, NotFoundError
+from audit_mcp.core.errors import InputError, NotFoundError, StateError
 from audit_mcp.core.models import MergeSummary
 from audit_mcp.core.progress import Progress, tell
 from audit_mcp.core.text import id_problem
@@ -43,6 +43,8 @@ def merge_and_ingest(
         run_found = tx.run(run_id, plan=False)
         if run_found is None:
             raise NotFoundError(f"run {run_id!r} is unknown; take run_id from the current step")
+        if (stale := ws.superseded_audit(tx, run_found)) is not None:
+            raise StateError(stale)
         packet_ids = [p.packet_id for p in tx.packets(run_id)]
     unknown = [(i, item["packet_id"]) for i, item in enumerate(failures or []) if item["packet_id"] not in packet_ids]
     if unknown:
@@ -62,6 +64,8 @@ def merge_and_ingest(
         run = tx.run(run_id)  # the whole plan: what the run was scheduled for
         if run is None:
             raise NotFoundError(f"run {run_id!r} is unknown; take run_id from the current step")
+        if (stale := ws.superseded_audit(tx, run)) is not None:
+            raise StateError(stale)  # its task ids name cells of its own audit, never the current one's
         audit = ws.require_audit(tx)
         packets = tx.packets(run_id)
         if run.state != "open":

@@ -76,7 +76,8 @@ def next_step(
         history.append((decision.obligation, state.digest()))
         tell(progress, len(history), None, _WORK.get(decision.obligation, decision.obligation.value))
         try:
-            _run_inline(ws, decision, config, caps, [lens.lens_id for lens in lenses], arguments)
+            seen = audit.audit_id if audit else None
+            _run_inline(ws, decision, config, caps, [lens.lens_id for lens in lenses], arguments, seen)
         except AuditError as exc:
             return stepping.write_step(ws, stepping.blocked(ws, str(exc), caps))
         if decision.obligation is Obligation.INTAKE:
@@ -158,10 +159,13 @@ def _run_inline(
     caps: HostCapabilities,
     lenses: list[str],
     arguments: Mapping[str, Any],
+    seen: int | None,
 ) -> None:
+    """Run one inline obligation; ``seen`` is the audit the decision was made on (``None``: none yet), so a
+    start that another caller won in the meantime joins the winner's audit instead of making a second."""
     match decision.obligation:
         case Obligation.INTAKE:
-            starting.intake(ws, config, lenses, arguments)
+            starting.intake(ws, config, lenses, arguments, replaces=seen)
         case Obligation.PLAN:
             starting.plan(ws, config)
         case Obligation.DISPATCH:

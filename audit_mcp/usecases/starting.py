@@ -18,8 +18,15 @@ from audit_mcp.findings.leads import MAX_SARIF_BYTES, import_leads
 from audit_mcp.usecases.workspace import Workspace
 
 
-def intake(ws: Workspace, config: SessionConfig, lenses: list[str], arguments: Mapping[str, Any]) -> None:
-    """Read the repository into a new audit: its manifest, import edges and analyzer leads."""
+def intake(
+    ws: Workspace, config: SessionConfig, lenses: list[str], arguments: Mapping[str, Any], *, replaces: int | None
+) -> None:
+    """Read the repository into a new audit: its manifest, import edges and analyzer leads.
+
+    Single-flight: the audit is created in the write transaction only if the current audit is still
+    ``replaces`` (the one the caller saw, ``None`` for none); when another caller started one meanwhile,
+    this call joins it and creates nothing.
+    """
     manifest = build_manifest(ws.root, ws.artifacts_dir, config)
     in_scope = {f.path for f in manifest.in_scope}
     ran = run_analyzers(config.analyzers.run, ws.root, ws.artifacts_dir / "analyzers")
@@ -29,6 +36,17 @@ def intake(ws: Workspace, config: SessionConfig, lenses: list[str], arguments: M
     now = ws.now()
     with ws.store.write() as tx:
         previous = tx.current_audit()
+        if (previous.audit_id if previous else None) != replaces:
+            assert previous is not None
+            tx.log(
+                now=now,
+                audit_id=previous.audit_id,
+                actor="engine",
+                action="intake",
+                detail=f"another caller started audit {previous.audit_id} at the same time; joined it",
+                outcome="joined",
+            )
+            return
         audit_id = tx.create_audit(
             now=now,
             root=str(ws.root),
@@ -78,6 +96,8 @@ def plan(ws: Workspace, config: SessionConfig) -> None:
     now = ws.now()
     with ws.store.write() as tx:
         audit = ws.require_audit(tx)
+        if tx.cell_counts(audit.audit_id):
+            return  # another caller planned this audit while this one decided to: nothing left to do
         count = tx.insert_matrix(audit.audit_id, build_matrix(tx.files(audit.audit_id), config), now)
         carried, previous = carry_forward(tx, audit.audit_id, now, enabled=config.carry_forward)
         kept = copy_findings(tx, audit.audit_id, previous, carried) if previous is not None else 0

@@ -91,6 +91,8 @@ def submit_packet(
             return _refuse(
                 run_id, packet_id, "/packet_id", f"packet {packet_id!r} is not in run {run_id}; its packets are {ids}"
             )
+        if (stale := ws.superseded_audit(tx, run)) is not None:
+            return _refuse(run_id, packet_id, "/run_id", stale)
         if run.state != "open":
             return _refuse(run_id, packet_id, "/run_id", superseded_message(tx, run, packet_id))
         task_ids = tx.packet_task_ids(packet_id)
@@ -131,6 +133,8 @@ def submit_packet(
     if not duplicate:
         with ws.store.write() as tx:
             run_now = tx.run(run_id, plan=False)
+            if run_now is not None and (stale := ws.superseded_audit(tx, run_now)) is not None:
+                return _refuse(run_id, packet_id, "/run_id", stale)
             if run_now is None or run_now.state != "open":
                 return _refuse(
                     run_id,

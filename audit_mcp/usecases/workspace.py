@@ -15,7 +15,7 @@ from audit_mcp.core.config import SessionConfig, load_config
 from audit_mcp.core.errors import ConfigError, NotFoundError, PathError
 from audit_mcp.core.fs import resolve_inside, write_atomic
 from audit_mcp.scheduling.learned import LearnedStore
-from audit_mcp.store.records import AuditRow
+from audit_mcp.store.records import AuditRow, RunRow
 from audit_mcp.store.sqlite import Store
 from audit_mcp.store.tx import Tx
 
@@ -111,6 +111,19 @@ class Workspace:
             return None
 
     # state ---------------------------------------------------------------------
+    @staticmethod
+    def superseded_audit(tx: Tx, run: RunRow) -> str | None:
+        """Why ``run`` can take no more work because its audit is no longer the current one, or ``None``."""
+        current = tx.current_audit()
+        if current is None or current.audit_id == run.audit_id:
+            return None
+        open_run = next((r.run_id for r in tx.runs(current.audit_id, plan=False) if r.state == "open"), None)
+        where = f"its open run is {open_run}" if open_run else "call next_step for its current step"
+        return (
+            f"run {run.run_id} belongs to audit {run.audit_id}, which audit {current.audit_id} has replaced; "
+            f"nothing was recorded. Work only on audit {current.audit_id}: {where}."
+        )
+
     @staticmethod
     def require_audit(tx: Tx) -> AuditRow:
         audit = tx.current_audit()
