@@ -138,6 +138,15 @@ def test_every_verb_has_help() -> None:
         "report",
         "demo",
         "run",
+        "ingest-results",
+        "validate-results",
+        "explain-task",
+        "requeue",
+        "abandon",
+        "cleanup",
+        "intake",
+        "plan",
+        "synthesize",
     }
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for verb in verbs:

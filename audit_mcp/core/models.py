@@ -146,6 +146,7 @@ class StatusView(BaseModel):
     runs: list[dict[str, object]]
     skipped_files: int
     blocker: str | None
+    abandoned: str | None = Field(default=None, description="When and why the audit was abandoned, if it was.")
     ledger: list[dict[str, object]]
     gaps: list[dict[str, object]] = Field(
         default_factory=list, description="Failed or skipped cells, at most 20; gaps_total counts all."

@@ -103,19 +103,29 @@ def _skeleton(cells: Sequence[Cell]) -> str:
     return json.dumps(items, indent=2)
 
 
-def _previous(cells: Sequence[Cell]) -> str:
-    by_reason: dict[str, list[Cell]] = defaultdict(list)
+def _previous(cells: Sequence[Cell], requested: Mapping[str, Sequence[str]]) -> str:
+    failed: dict[str, list[Cell]] = defaultdict(list)
+    asked: dict[str, list[Cell]] = defaultdict(list)
     for c in cells:
         if c.attempts and c.reason:
-            by_reason[c.reason].append(c)
+            failed[c.reason].append(c)
+        for reason in requested.get(c.task_id, ()):
+            asked[reason].append(c)
+    parts = []
     # One line per distinct trouble: a refused results file's errors are quoted once, not once per task.
-    notes = sorted(f"- {_which(group)}: {md_inline(reason)}" for reason, group in by_reason.items())
-    if not notes:
-        return "This is the first attempt at these tasks."
-    return (
-        "These tasks were handed out before and not finished. What went wrong then; avoid it this time "
-        "(for example, submit partial work early rather than run out of budget):\n" + "\n".join(notes)
-    )
+    if failed:
+        parts.append(
+            "These tasks were handed out before and not finished. What went wrong then; avoid it this time "
+            "(for example, submit partial work early rather than run out of budget):\n"
+            + "\n".join(sorted(f"- {_which(group)}: {md_inline(reason)}" for reason, group in failed.items()))
+        )
+    if asked:
+        parts.append(
+            "These tasks were sent back to review on purpose, for the reason given. Look again with it in mind "
+            "and report what holds now (findings reported earlier are kept; repeat one only if it still holds):\n"
+            + "\n".join(sorted(f"- {_which(group)}: {md_inline(reason)}" for reason, group in asked.items()))
+        )
+    return "\n\n".join(parts) if parts else "This is the first attempt at these tasks."
 
 
 def _which(cells: Sequence[Cell]) -> str:
@@ -138,6 +148,7 @@ def render_packet_prompt(
     root: Path,
     artifacts_dir: Path,
     leads: Sequence[Lead] = (),
+    requested: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     cells = plan.cells
     file_table, chunk_notes = _file_table(plan, files)
@@ -159,7 +170,7 @@ def render_packet_prompt(
         chunk_notes=chunk_notes,
         import_context=_import_context(plan, edges),
         analyzer_leads=leads_section(leads),
-        previous_attempt=_previous(cells),
+        previous_attempt=_previous(cells, requested or {}),
         results_skeleton=_skeleton(cells),
         results_path=str(results_path),
         submit_cli=cli,

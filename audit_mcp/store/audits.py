@@ -18,6 +18,9 @@ class AuditQueries(Queries):
         row = self.conn.execute("SELECT * FROM audits ORDER BY audit_id DESC LIMIT 1").fetchone()
         return None if row is None else self._audit(row)
 
+    def audit_ids(self) -> list[int]:
+        return [r[0] for r in self.conn.execute("SELECT audit_id FROM audits ORDER BY audit_id")]
+
     def previous_audit(self, audit_id: int) -> AuditRow | None:
         """The latest finished audit before ``audit_id``: the baseline a new audit is compared with."""
         row = self.conn.execute(
@@ -39,6 +42,8 @@ class AuditQueries(Queries):
             host_caps=json.loads(row["host_caps"]),
             blocker=row["blocker"],
             synthesized_at=row["synthesized_at"],
+            abandoned_at=row["abandoned_at"],
+            abandon_reason=row["abandon_reason"],
         )
 
     def create_audit(
@@ -53,7 +58,10 @@ class AuditQueries(Queries):
         return cur.lastrowid
 
     def previous_audit_id(self, audit_id: int) -> int | None:
-        row = self.conn.execute("SELECT MAX(audit_id) FROM audits WHERE audit_id < ?", (audit_id,)).fetchone()
+        """The latest audit before ``audit_id`` that was not abandoned: what a new audit carries forward."""
+        row = self.conn.execute(
+            "SELECT MAX(audit_id) FROM audits WHERE audit_id < ? AND abandoned_at IS NULL", (audit_id,)
+        ).fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
     def set_host_caps(self, audit_id: int, caps: dict[str, Any]) -> None:
@@ -66,6 +74,11 @@ class AuditQueries(Queries):
 
     def set_synthesized(self, audit_id: int, at: str | None) -> None:
         self.conn.execute("UPDATE audits SET synthesized_at = ? WHERE audit_id = ?", (at, audit_id))
+
+    def abandon_audit(self, audit_id: int, now: str, reason: str) -> None:
+        self.conn.execute(
+            "UPDATE audits SET abandoned_at = ?, abandon_reason = ? WHERE audit_id = ?", (now, reason, audit_id)
+        )
 
     # files and edges ----------------------------------------------------------
     def insert_files(self, audit_id: int, rows: Iterable[FileRow]) -> None:

@@ -48,6 +48,24 @@ class FindingQueries(Queries):
             out.append(item)
         return out
 
+    def findings_of_task(self, audit_id: int, task_id: str) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT finding_id, run_id, packet_id, payload FROM findings WHERE audit_id = ? AND task_id = ?"
+            " ORDER BY finding_id",
+            (audit_id, task_id),
+        )
+        return [json.loads(r["payload"]) | {"run_id": r["run_id"], "packet_id": r["packet_id"]} for r in rows]
+
+    def failures_of_packets(self, audit_id: int, packet_ids: Sequence[str]) -> list[dict[str, str]]:
+        if not packet_ids:
+            return []
+        rows = self.conn.execute(
+            "SELECT run_id, packet_id, kind, detail, at FROM failures WHERE audit_id = ?"
+            f" AND packet_id IN ({','.join('?' for _ in packet_ids)}) ORDER BY failure_id",
+            [audit_id, *packet_ids],
+        )
+        return [dict(r) for r in rows]
+
     def insert_failure(self, audit_id: int, run_id: str, packet_id: str, kind: str, detail: str, now: str) -> None:
         self.conn.execute(
             "INSERT INTO failures (audit_id, run_id, packet_id, kind, detail, at) VALUES (?,?,?,?,?,?)",

@@ -176,6 +176,23 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE files ADD COLUMN kind TEXT NOT NULL DEFAULT 'source'
         """,
     ),
+    (
+        "0008_requeues_and_abandon",
+        """
+        CREATE TABLE requeues (
+            request_id INTEGER PRIMARY KEY,
+            audit_id INTEGER NOT NULL,
+            task_id TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            requested_at TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            served_run_id TEXT
+        );
+        CREATE INDEX requeues_task ON requeues (audit_id, task_id);
+        ALTER TABLE audits ADD COLUMN abandoned_at TEXT;
+        ALTER TABLE audits ADD COLUMN abandon_reason TEXT
+        """,
+    ),
 )
 
 

@@ -78,6 +78,8 @@ class AuditRow:
     host_caps: dict[str, Any]
     blocker: str | None
     synthesized_at: str | None
+    abandoned_at: str | None = None
+    abandon_reason: str | None = None
 
 
 @dataclass(frozen=True)

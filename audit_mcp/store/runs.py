@@ -61,6 +61,22 @@ class RunQueries(Queries):
     def finish_run(self, run_id: str, now: str) -> None:
         self.conn.execute("UPDATE runs SET state = 'merged', merged_at = ? WHERE run_id = ?", (now, run_id))
 
+    def abandon_run(self, run_id: str, now: str) -> None:
+        """Close a run of an abandoned audit: it takes no more submissions, and its packets are abandoned."""
+        self.conn.execute("UPDATE runs SET state = 'abandoned', merged_at = ? WHERE run_id = ?", (now, run_id))
+        self.conn.execute(
+            "UPDATE packets SET state = 'abandoned' WHERE run_id = ? AND state IN ('issued', 'submitted')", (run_id,)
+        )
+
+    def packets_of_task(self, audit_id: int, task_id: str) -> list[PacketRow]:
+        """Every packet that ever held a task, in dispatch order."""
+        rows = self.conn.execute(
+            "SELECT p.* FROM packets p JOIN packet_tasks t ON t.packet_id = p.packet_id"
+            " JOIN runs r ON r.run_id = p.run_id WHERE p.audit_id = ? AND t.task_id = ? ORDER BY r.seq, p.seq",
+            (audit_id, task_id),
+        )
+        return [self._packet(r) for r in rows]
+
     def insert_packet(self, audit_id: int, packet: PacketRow, task_ids: Sequence[str]) -> None:
         self.conn.execute(
             "INSERT INTO packets (packet_id, run_id, audit_id, seq, state, estimated_tokens, model_tier,"
@@ -108,6 +124,10 @@ class RunQueries(Queries):
 
     def lease_packets(self, run_id: str, expires_at: str) -> None:
         self.conn.execute("UPDATE packets SET lease_expires_at = ? WHERE run_id = ?", (expires_at, run_id))
+
+    def packet_lease(self, packet_id: str) -> str | None:
+        row = self.conn.execute("SELECT lease_expires_at FROM packets WHERE packet_id = ?", (packet_id,)).fetchone()
+        return None if row is None else row[0]
 
     def expired_packet_ids(self, run_id: str, now: str) -> list[str]:
         """Packets of the run whose lease has ended without an accepted submission."""

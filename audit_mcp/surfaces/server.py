@@ -28,6 +28,7 @@ from audit_mcp.core.version import __version__
 from audit_mcp.surfaces import params as p
 from audit_mcp.surfaces.channels import STATE_URIS, STEP_URIS, SessionChannels, digest
 from audit_mcp.surfaces.completions import install_completions
+from audit_mcp.surfaces.operator_tools import register_operator_tools
 from audit_mcp.usecases.service import AuditService, render_prompt
 from audit_mcp.usecases.workspace import Clock
 
@@ -359,4 +360,5 @@ def build_server(
         )
         return render_prompt("mcp/show_report.md", root=target, root_note=note)
 
+    register_operator_tools(server, registry)
     return server

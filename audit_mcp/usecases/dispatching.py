@@ -96,6 +96,7 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
         with DerivedWriter() as prompts:
             for n, spec in enumerate(specs, 1):
                 carried = leads_in(open_leads, [(u.path, u.start_line, u.end_line) for u in spec.plan.units])
+                asked = tx.open_requeues(audit.audit_id, [c.task_id for c in spec.plan.cells])
                 prompts.write(
                     spec.prompt_path,
                     render_packet_prompt(
@@ -108,6 +109,7 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
                         root=ws.root,
                         artifacts_dir=ws.artifacts_dir,
                         leads=carried,
+                        requested=asked,
                     ),
                 )
                 tx.insert_packet(

@@ -111,6 +111,7 @@ def merge_and_ingest(
                 "reset, then call next_step with retry_blocked=true.",
             )
         tx.finish_run(run_id, now)
+        tx.serve_requeues(audit.audit_id, run_id)
         outcome.requeued += drift.apply(tx, audit.audit_id, config, changed, now)
         counts = tx.cell_counts(audit.audit_id)
         tx.log(

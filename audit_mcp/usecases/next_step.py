@@ -90,14 +90,18 @@ def _take_answers(
     """Record this call's capability answers and a cleared blocker; refuse a new audit over one in flight."""
     with ws.store.write() as tx:
         audit = tx.current_audit()
-        if analyzer_sarif and audit is not None and not new_audit:
+        live = audit is not None and audit.abandoned_at is None
+        if analyzer_sarif and live and not new_audit:
             raise ConfigError(
                 "analyzer SARIF files are read when an audit starts; pass them on the first "
                 "next-step, or with --new-audit to start a new audit"
             )
-        if audit is not None and (new_audit or retry_blocked):
+        if audit is not None and live and (new_audit or retry_blocked):
             if new_audit and audit.synthesized_at is None and tx.cells(audit.audit_id, [CellState.ASSIGNED]):
-                raise ConfigError("an audit is still in flight; finish it (or merge its run) before starting a new one")
+                raise ConfigError(
+                    "an audit is still in flight; finish it (or merge its run) before starting a new one, or end "
+                    "it with `audit-mcp abandon --reason '...'`"
+                )
             if retry_blocked and audit.blocker:
                 tx.set_blocker(audit.audit_id, None)
                 tx.log(
@@ -122,10 +126,17 @@ def _collect_results_files(ws: Workspace) -> None:
         deferred.ingest_deferred(ws, run.run_id, final=False)
 
 
+def planner_state(
+    ws: Workspace, tx: Tx, config: SessionConfig, caps: HostCapabilities, *, fresh: bool = False
+) -> PlannerState:
+    """The planner's view of the current audit (an abandoned one counts as none)."""
+    return _planner_state(ws, tx, tx.current_audit(), config, caps, fresh=fresh)
+
+
 def _planner_state(
     ws: Workspace, tx: Tx, audit: AuditRow | None, config: SessionConfig, caps: HostCapabilities, *, fresh: bool
 ) -> PlannerState:
-    if audit is None or fresh:
+    if audit is None or fresh or audit.abandoned_at:
         return PlannerState(
             False, False, None, None, 0, 0, 0, 0, 0, config.max_runs, caps.can_dispatch_subagents, False
         )

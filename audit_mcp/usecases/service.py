@@ -3,7 +3,9 @@
 The MCP server, the CLI, the headless runner and the demo hold no logic of
 their own; they call ``AuditService``, which delegates each verb to its use
 case module (``next_step``, ``submission``, ``merging``, ``reporting``,
-``quota``, ``status``) over the shared ``Workspace``.
+``quota``, ``status``, and the operator verbs: ``deferred`` and
+``result_files``, ``explaining``, ``requeueing``, ``abandoning``,
+``cleaning``, ``stages``) over the shared ``Workspace``.
 """
 
 from __future__ import annotations
@@ -13,18 +15,24 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp.core.models import FileReceipt, MergeSummary, QuotaStatus, Receipt, StatusView, Step
+from audit_mcp.core.operations import AbandonResult, CleanupResult, RequeueResult, StageResult, TaskExplanation
 from audit_mcp.core.progress import Progress
 from audit_mcp.engine.templates import render
 from audit_mcp.findings.report import ReportInput
 from audit_mcp.usecases import (
+    abandoning,
+    cleaning,
     completing,
     deferred,
+    explaining,
     merging,
     next_step,
     quota,
     rates,
     reporting,
+    requeueing,
     result_files,
+    stages,
     status,
     submission,
 )
@@ -84,6 +92,31 @@ class AuditService(Workspace):
         progress: Progress | None = None,
     ) -> MergeSummary:
         return merging.merge_and_ingest(self, run_id, failures, actor=actor, progress=progress)
+
+    # operator verbs ---------------------------------------------------------------------
+    def explain_task(self, task_id: str) -> TaskExplanation:
+        return explaining.explain_task(self, task_id)
+
+    def requeue(
+        self,
+        reason: str,
+        *,
+        files: Sequence[str] = (),
+        lenses: Sequence[str] = (),
+        tasks: Sequence[str] = (),
+        findings: Sequence[str] = (),
+    ) -> RequeueResult:
+        """Chosen files, lenses, tasks or findings back to review in the next run."""
+        return requeueing.requeue(self, reason=reason, files=files, lenses=lenses, tasks=tasks, findings=findings)
+
+    def abandon(self, reason: str) -> AbandonResult:
+        return abandoning.abandon(self, reason)
+
+    def cleanup(self, *, keep_runs: int = 0, logs: bool = False, dry_run: bool = False) -> CleanupResult:
+        return cleaning.cleanup(self, keep_runs=keep_runs, logs=logs, dry_run=dry_run)
+
+    def run_stage(self, stage: str, *, new_audit: bool = False) -> StageResult:
+        return stages.run_stage(self, stage, new_audit=new_audit)
 
     def quota(self, host_model: str | None = None, provider: str | None = None) -> QuotaStatus:
         return quota.quota_view(self, host_model, provider)

@@ -61,6 +61,7 @@ def status_view(ws: Workspace) -> StatusView:
             runs=runs,
             skipped_files=tx.file_counts(audit.audit_id).get("skipped", 0),
             blocker=audit.blocker,
+            abandoned=f"abandoned at {audit.abandoned_at}: {audit.abandon_reason}" if audit.abandoned_at else None,
             ledger=tx.ledger(audit.audit_id, 20),
             gaps=[
                 {

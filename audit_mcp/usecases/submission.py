@@ -94,6 +94,14 @@ def submit_packet(
         if (stale := ws.superseded_audit(tx, run)) is not None:
             return _refuse(run_id, packet_id, "/run_id", stale)
         if run.state != "open":
+            if run.state == "abandoned":
+                return _refuse(
+                    run_id,
+                    packet_id,
+                    "/run_id",
+                    f"run {run_id} belongs to an audit that was abandoned; nothing more is recorded for it. "
+                    "Call next_step for the current work",
+                )
             return _refuse(run_id, packet_id, "/run_id", superseded_message(tx, run, packet_id))
         task_ids = tx.packet_task_ids(packet_id)
         cells = list(tx.cells_by_id(run.audit_id, task_ids).values())

@@ -2,8 +2,11 @@
 
 ``parser`` builds the argument parser from the verb modules, each of which
 registers its verbs with their handlers: ``serving`` (``serve``), ``loop``
-(``next-step``, ``submit-packet``, ``merge-and-ingest``), ``views``
-(``quota``, ``status``, ``report``) and ``running`` (``run``, ``demo``).
+(``next-step``, ``submit-packet``, ``merge-and-ingest``), ``results``
+(``ingest-results``, ``validate-results``), ``views`` (``quota``,
+``status``, ``report``), ``operations`` (``explain-task``, ``requeue``,
+``abandon``, ``cleanup``), ``stages`` (``intake``, ``plan``,
+``synthesize``) and ``running`` (``run``, ``demo``).
 ``common`` holds the shared options and output helpers, ``exits`` the exit
 codes. Errors become a message on stderr and an exit code here, and only here.
 """

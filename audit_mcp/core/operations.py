@@ -1,0 +1,90 @@
+"""Result models of the operator verbs: explain a task, requeue, abandon, clean up, run one stage.
+
+Like ``models``, these are what the MCP tools and the CLI return; fields are only ever added.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class TaskPacket(BaseModel):
+    """One packet that held a task: its run, state, prompt, and what came of it."""
+
+    packet_id: str
+    run_id: str
+    state: str = Field(description="issued, submitted, merged, failed or abandoned")
+    prompt_path: str
+    prompt_exists: bool
+    submitted_at: str | None = None
+    submitted_via: str | None = Field(
+        default=None, description="'call' (the tool or the CLI), or 'file <path>' for a results file read"
+    )
+    result: dict[str, Any] | None = Field(default=None, description="The task's answer in that submission.")
+
+
+class TaskExplanation(BaseModel):
+    """Everything known about one task (a cell of the coverage matrix), and why it is open or closed."""
+
+    task_id: str
+    audit_id: int
+    file: str
+    start_line: int
+    end_line: int
+    lens: str
+    state: str
+    attempts: int
+    max_attempts: int
+    reason: str | None
+    file_info: dict[str, Any]
+    packets: list[TaskPacket]
+    failures: list[dict[str, str]]
+    findings: list[dict[str, Any]]
+    requeue_requests: list[dict[str, Any]]
+    why: str = Field(description="Why the task is open, or what closed it, in a sentence.")
+    next_action: str
+
+
+class RequeueResult(BaseModel):
+    """What a requeue did: the cells sent back to review and those it could not send, with why."""
+
+    audit_id: int
+    reason: str
+    requeued: list[str] = Field(description="Task ids back to pending; the next run reviews them.")
+    already_pending: list[str] = Field(default_factory=list, description="Pending already; the reason is added.")
+    not_requeued: dict[str, str] = Field(default_factory=dict, description="Task id -> why it was left as it is.")
+    next_action: str
+
+
+class AbandonResult(BaseModel):
+    audit_id: int
+    reason: str
+    runs_closed: list[str]
+    tasks_released: int
+    next_action: str
+
+
+class CleanupResult(BaseModel):
+    """What cleanup removed (or, with dry_run, would remove), and what it always keeps."""
+
+    dry_run: bool
+    removed: list[str] = Field(description="Paths relative to the artifacts directory.")
+    bytes_freed: int
+    kept_runs: list[str]
+    never_removed: list[str]
+    next_action: str
+
+
+class StageResult(BaseModel):
+    """One stage (intake, plan, synthesize) run on its own: whether it ran, and what it did."""
+
+    stage: str
+    ran: bool
+    detail: str = Field(description="What the stage did, as the ledger records it; or why it did not run.")
+    audit_id: int | None
+    coverage: dict[str, int] = Field(default_factory=dict)
+    completeness: str = "unknown"
+    artifact_paths: dict[str, str] = Field(default_factory=dict)
+    next_action: str

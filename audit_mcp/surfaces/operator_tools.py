@@ -1,0 +1,90 @@
+"""The MCP tools a host uses beside the loop: ``validate_results``, ``explain_task``, ``requeue``.
+
+Registered on the server by ``server.build_server``; errors a caller must act on become ``ToolError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from audit_mcp.core.errors import AuditError
+from audit_mcp.core.models import Receipt
+from audit_mcp.core.operations import RequeueResult, TaskExplanation
+from audit_mcp.usecases.service import AuditService
+
+T = TypeVar("T")
+
+
+class Services(Protocol):
+    """How the server finds the service of a root, or of a run."""
+
+    def get(self, root: str | None) -> AuditService: ...
+
+    def for_run(self, run_id: str) -> AuditService: ...
+
+
+def _call(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except AuditError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def register_operator_tools(server: MCPServer, services: Services) -> None:
+    @server.tool(
+        title="Check results without submitting",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    )
+    def validate_results(
+        run_id: str,
+        packet_id: str,
+        results: list[dict[str, Any]] | str,
+        usage: dict[str, float] | None = None,
+    ) -> Receipt:
+        """Dry-run a packet's results: the exact receipt submit_packet would give now, with nothing recorded.
+
+        Same arguments as submit_packet. The receipt has `dry_run: true`; when it says `accepted`, call
+        submit_packet with the same results to record them. Use it to check an answer before handing it in.
+        """
+        return _call(lambda: services.for_run(run_id).validate_results(run_id, packet_id, results, usage))
+
+    @server.tool(
+        title="Explain a task",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    )
+    def explain_task(task_id: str, root: str | None = None) -> TaskExplanation:
+        """Everything known about one task (a file or chunk under one lens): its lines and lens, state and
+        attempts, every packet that held it with the answer each gave, failures, findings, requeue requests,
+        and in `why` the reason it is open or closed. Task ids (T00012) are in dispatch plans and the report's gaps.
+        """
+        return _call(lambda: services.get(root).explain_task(task_id))
+
+    @server.tool(
+        title="Requeue for review",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False),
+    )
+    def requeue(
+        reason: str,
+        files: list[str] | None = None,
+        lenses: list[str] | None = None,
+        tasks: list[str] | None = None,
+        findings: list[str] | None = None,
+        root: str | None = None,
+    ) -> RequeueResult:
+        """Send work back to review in the next run, with a reason that the next packet prompt shows.
+
+        Choose `files` (paths or globs like "app/**"), `lenses` (alone: every file under them; with files:
+        those files under them), `tasks` (T00012) or `findings` (report id F003 or fingerprint: the cells of
+        the finding's lines under its lenses). Findings already reported are kept. Tasks out in the open run
+        are left alone (listed in `not_requeued`). Then call next_step.
+        """
+        return _call(
+            lambda: services.get(root).requeue(
+                reason, files=files or [], lenses=lenses or [], tasks=tasks or [], findings=findings or []
+            )
+        )
