@@ -43,7 +43,7 @@ async def test_a_host_checks_results_then_explains_and_requeues_work(
         args = {"run_id": plan["run_id"], "packet_id": packet["packet_id"]}
         dry = await _call(client, "validate_results", {**args, "results": results})
         assert dry["accepted"] is True and dry["dry_run"] is True
-        wrong = [dict(results[0], summary="")] + results[1:]
+        wrong = [dict(results[0], summary=""), *results[1:]]
         refused = await _call(client, "validate_results", {**args, "results": wrong})
         assert refused["accepted"] is False and refused["errors"][0]["location"] == "/results/0/summary"
         status = await _call(client, "audit_status", {})
