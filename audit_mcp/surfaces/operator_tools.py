@@ -6,18 +6,38 @@ Registered on the server by ``server.build_server``; errors a caller must act on
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Annotated, Protocol, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 from audit_mcp.core.errors import AuditError
 from audit_mcp.core.models import Receipt
 from audit_mcp.core.operations import RequeueResult, TaskExplanation
+from audit_mcp.surfaces import params as p
 from audit_mcp.usecases.service import AuditService
 
 T = TypeVar("T")
+
+TaskId = Annotated[
+    str, Field(description="A task id (e.g. T00012), as dispatch plans and the report's gaps list them.")
+]
+Reason = Annotated[
+    str, Field(description="Why the work goes back: what the next review should look at. Its packet prompt shows it.")
+]
+Files = Annotated[
+    list[str] | None, Field(description="Repo-relative files, or gitignore-style globs such as 'app/**'.")
+]
+Lenses = Annotated[
+    list[str] | None, Field(description="Lenses: alone, every file under them; with files, those files under them.")
+]
+Tasks = Annotated[list[str] | None, Field(description="Task ids (e.g. T00012).")]
+Findings = Annotated[
+    list[str] | None,
+    Field(description="Findings by report id (F003) or fingerprint: their lines, under the lenses that reported them."),
+]
 
 
 class Services(Protocol):
@@ -40,12 +60,7 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
         title="Check results without submitting",
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
-    def validate_results(
-        run_id: str,
-        packet_id: str,
-        results: list[dict[str, Any]] | str,
-        usage: dict[str, float] | None = None,
-    ) -> Receipt:
+    def validate_results(run_id: p.RunId, packet_id: p.PacketId, results: p.Results, usage: p.Usage = None) -> Receipt:
         """Dry-run a packet's results: the exact receipt submit_packet would give now, with nothing recorded.
 
         Same arguments as submit_packet. The receipt has `dry_run: true`; when it says `accepted`, call
@@ -57,7 +72,7 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
         title="Explain a task",
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
-    def explain_task(task_id: str, root: str | None = None) -> TaskExplanation:
+    def explain_task(task_id: TaskId, root: p.Root = None) -> TaskExplanation:
         """Everything known about one task (a file or chunk under one lens): its lines and lens, state and
         attempts, every packet that held it with the answer each gave, failures, findings, requeue requests,
         and in `why` the reason it is open or closed. Task ids (T00012) are in dispatch plans and the report's gaps.
@@ -69,12 +84,12 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False),
     )
     def requeue(
-        reason: str,
-        files: list[str] | None = None,
-        lenses: list[str] | None = None,
-        tasks: list[str] | None = None,
-        findings: list[str] | None = None,
-        root: str | None = None,
+        reason: Reason,
+        files: Files = None,
+        lenses: Lenses = None,
+        tasks: Tasks = None,
+        findings: Findings = None,
+        root: p.Root = None,
     ) -> RequeueResult:
         """Send work back to review in the next run, with a reason that the next packet prompt shows.
 
