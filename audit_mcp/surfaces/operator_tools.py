@@ -60,7 +60,9 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
         title="Check results without submitting",
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
-    def validate_results(run_id: p.RunId, packet_id: p.PacketId, results: p.Results, usage: p.Usage = None) -> Receipt:
+    def validate_results(
+        run_id: p.RunId, packet_id: p.PacketId, results: p.Results, usage: p.UsageIn = None
+    ) -> Receipt:
         """Dry-run a packet's results: the exact receipt submit_packet would give now, with nothing recorded.
 
         Same arguments as submit_packet. The receipt has `dry_run: true`; when it says `accepted`, call
