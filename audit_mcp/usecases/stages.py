@@ -30,6 +30,7 @@ def run_stage(ws: Workspace, stage: str, *, new_audit: bool = False) -> StageRes
     with ws.store.read() as tx:
         audit = tx.current_audit()
         caps = hosts.resolve({}, audit.host_caps if audit else {}, config.host, None)
+        seen = audit.audit_id if audit else None
         in_flight = (
             audit is not None and not audit.abandoned_at and bool(tx.cells(audit.audit_id, [CellState.ASSIGNED]))
         )
@@ -45,7 +46,7 @@ def run_stage(ws: Workspace, stage: str, *, new_audit: bool = False) -> StageRes
             ws, stage, False, f"{stage} is not due: the next obligation is {due.value} ({decide(state).reason})"
         )
     if stage == "intake":
-        starting.intake(ws, config, lenses, {})
+        starting.intake(ws, config, lenses, {}, replaces=seen)
     elif stage == "plan":
         starting.plan(ws, config)
     else:
