@@ -12,10 +12,16 @@ import pytest
 
 from audit_mcp.core.models import Step
 from audit_mcp.surfaces.cli import main
+from audit_mcp.usecases.dispatching import run_tag
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 
 Answer = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+def run_id(repo: Path, audit: int = 1, run: int = 1, artifacts: Path | None = None) -> str:
+    """The id the audit gives run ``run`` of audit ``audit`` in ``repo`` (its artifacts directory's tag included)."""
+    return f"A{audit}-R{run}-{run_tag((artifacts or repo / '.audit-mcp').resolve())}"
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:

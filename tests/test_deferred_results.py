@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ScriptedReviewer
-from tests.driving import cli
+from tests.driving import cli, run_id
 from tests.test_headless import headless, planted, run_cmd
 
 NEXT = ("--host-can-dispatch-subagents", "true", "--host-max-active-subagents", "4")
@@ -141,8 +141,8 @@ def test_a_worker_killed_right_after_writing_its_file_keeps_its_work(
     proc = headless(repo, tmp_path / "state", SCRIPTED_WORKER_DIE_AFTER_WRITE="P01")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["runs"] == ["A1-R1"] and result["failed_packets"] == {}
-    assert "A1-R1-P01: results file accepted" in proc.stderr
+    assert result["runs"] == [run_id(repo, 1, 1)] and result["failed_packets"] == {}
+    assert f"{run_id(repo, 1, 1)}-P01: results file accepted" in proc.stderr
     report = json.loads((repo / ".audit-mcp/report/report.json").read_text())
     assert report["completeness"] == "complete"
     assert {(f["file"], f["start_line"]) for f in report["findings"]} == planted(answer_key)
@@ -164,19 +164,21 @@ def test_a_run_killed_after_a_worker_wrote_its_file_resumes_without_reissuing_th
         env={**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_HANG_AFTER_WRITE": "P01"},
     )
     try:
-        assert written.read_text() == "A1-R1-P01"  # blocks until the worker has written its results file
+        assert (
+            written.read_text() == f"{run_id(repo, 1, 1)}-P01"
+        )  # blocks until the worker has written its results file
         written.unlink()
         os.killpg(runner.pid, signal.SIGKILL)
         runner.wait(timeout=30)
     finally:
         (state / "release").touch()
         runner.communicate(timeout=30)
-    assert not (state / "A1-R1-P01.done").exists()  # it never submitted
+    assert not (state / f"{run_id(repo, 1, 1)}-P01.done").exists()  # it never submitted
     proc = headless(repo, state)
     assert proc.returncode == 0, proc.stderr
-    assert "A1-R1-P01: worker started" not in proc.stderr
+    assert f"{run_id(repo, 1, 1)}-P01: worker started" not in proc.stderr
     assert "resuming; 1 packet(s) already submitted" in proc.stderr
-    assert json.loads(proc.stdout)["runs"] == ["A1-R1"]
+    assert json.loads(proc.stdout)["runs"] == [run_id(repo, 1, 1)]
     report = json.loads((repo / ".audit-mcp/report/report.json").read_text())
     assert report["completeness"] == "complete"
     assert {(f["file"], f["start_line"]) for f in report["findings"]} == planted(answer_key)
@@ -191,27 +193,32 @@ def test_in_file_mode_workers_only_write_their_results_file(repo: Path, tmp_path
 
 
 def test_a_worker_whose_file_is_refused_is_reported_and_its_packet_handed_out_again(repo: Path, tmp_path: Path) -> None:
-    proc = headless(repo, tmp_path / "state", "--worker-mode", "file", SCRIPTED_WORKER_BREAK="R1-P01")
+    proc = headless(repo, tmp_path / "state", "--worker-mode", "file", SCRIPTED_WORKER_BREAK=f"{run_id(repo)}-P01")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["runs"] == ["A1-R1", "A1-R2"]
-    assert "was refused" in result["failed_packets"]["A1-R1-P01"]
-    assert "evidence" in result["failed_packets"]["A1-R1-P01"]
-    prompt = next((repo / ".audit-mcp/runs/A1-R2/packets").glob("*.md")).read_text()
+    assert result["runs"] == [run_id(repo, 1, 1), run_id(repo, 1, 2)]
+    assert "was refused" in result["failed_packets"][f"{run_id(repo, 1, 1)}-P01"]
+    assert "evidence" in result["failed_packets"][f"{run_id(repo, 1, 1)}-P01"]
+    prompt = next((repo / f".audit-mcp/runs/{run_id(repo, 1, 2)}/packets").glob("*.md")).read_text()
     earlier = " ".join(prompt[prompt.index("## Earlier attempts") : prompt.index("## Submit")].split())
-    assert "invalid_results: the results file runs/A1-R1/results/A1-R1-P01.json was refused" in earlier
+    assert (
+        f"invalid_results: the results file runs/{run_id(repo, 1, 1)}/results/{run_id(repo, 1, 1)}-P01.json was refused"
+        in earlier
+    )
     assert "/results/0/findings/0/evidence: the evidence does not appear in" in earlier
 
 
 def test_run_stops_after_max_runs_and_the_same_command_goes_on(repo: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    proc = headless(repo, state, "--max-runs", "1", "--worker-mode", "file", SCRIPTED_WORKER_BREAK="R1-P01")
+    proc = headless(
+        repo, state, "--max-runs", "1", "--worker-mode", "file", SCRIPTED_WORKER_BREAK=f"{run_id(repo)}-P01"
+    )
     assert proc.returncode == 3, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["runs"] == ["A1-R1"] and "--max-runs 1" in result["message"]
+    assert result["runs"] == [run_id(repo, 1, 1)] and "--max-runs 1" in result["message"]
     proc = headless(repo, state, "--worker-mode", "file")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["runs"] == ["A1-R2"]
+    assert json.loads(proc.stdout)["runs"] == [run_id(repo, 1, 2)]
 
 
 def test_run_since_a_ref_reviews_only_the_files_changed_since_it(repo: Path, tmp_path: Path) -> None:
@@ -219,5 +226,5 @@ def test_run_since_a_ref_reviews_only_the_files_changed_since_it(repo: Path, tmp
     db.write_text(db.read_text() + "\n# touched\n")
     proc = headless(repo, tmp_path / "state", "--since", "HEAD")
     assert proc.returncode == 0, proc.stderr
-    plan = json.loads((repo / ".audit-mcp/runs/A1-R1/dispatch-plan.json").read_text())
+    plan = json.loads((repo / f".audit-mcp/runs/{run_id(repo, 1, 1)}/dispatch-plan.json").read_text())
     assert {t["file"] for p in plan["packets"] for t in p["tasks"]} == {"app/db.py"}

@@ -18,6 +18,7 @@ import pytest
 
 from audit_mcp.core.version import __version__
 from audit_mcp.surfaces.cli import main
+from tests.driving import run_id
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -159,8 +160,7 @@ def test_the_demo_ignores_an_audit_someone_ran_on_the_bundled_fixture_itself(
     monkeypatch.setattr(demo, "fixtures_dir", lambda: bundled)
     assert main(["demo", "--dir", str(tmp_path / "out")]) == 0
     assert "completeness complete" in capsys.readouterr().out
-    plan = json.loads(
-        (tmp_path / "out" / "planted_app" / ".audit-mcp" / "runs" / "A1-R1" / "dispatch-plan.json").read_text()
-    )
+    out = tmp_path / "out" / "planted_app"
+    plan = json.loads((out / ".audit-mcp" / "runs" / run_id(out) / "dispatch-plan.json").read_text())
     # Its own audit: the packets' prompts live in the demo's copy, not in the bundled fixture's leftovers.
     assert all(p["prompt_path"].startswith(str(tmp_path / "out")) for p in plan["packets"])

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp.surfaces.headless import fill_template
+from tests.driving import run_id
 
 WORKER = Path(__file__).resolve().parent / "scripted_worker.py"
 EXE = str(Path(sys.executable).with_name("audit-mcp"))
@@ -49,8 +50,8 @@ def test_a_headless_run_completes_the_audit_with_worker_logs_per_packet(
     assert result["outcome"] == "complete" and result["failed_packets"] == {}
     report = json.loads(Path(result["report_json"]).read_text())
     assert {(f["file"], f["start_line"]) for f in report["findings"]} == planted(answer_key)
-    plan = json.loads((repo / ".audit-mcp" / "runs" / "A1-R1" / "dispatch-plan.json").read_text())
-    logs = repo / ".audit-mcp" / "runs" / "A1-R1" / "workers"
+    plan = json.loads((repo / ".audit-mcp" / "runs" / run_id(repo, 1, 1) / "dispatch-plan.json").read_text())
+    logs = repo / ".audit-mcp" / "runs" / run_id(repo, 1, 1) / "workers"
     for packet in plan["packets"]:
         assert '"accepted": true' in (logs / f"{packet['packet_id']}.stdout").read_text()
     assert "up to 2 worker(s) at a time" in proc.stderr
@@ -86,7 +87,7 @@ def test_a_killed_run_resumes_with_only_the_missing_packets(
     proc = headless(repo, state)
     assert proc.returncode == 0, proc.stderr
     assert "resuming; 1 packet(s) already submitted" in proc.stderr
-    assert json.loads(proc.stdout)["runs"] == ["A1-R1"]
+    assert json.loads(proc.stdout)["runs"] == [run_id(repo, 1, 1)]
     first = done_before.pop()
     assert f"{first}: worker started" not in proc.stderr
     report = json.loads((repo / ".audit-mcp" / "report" / "report.json").read_text())
@@ -99,9 +100,10 @@ def test_a_workers_429_becomes_a_cooldown_and_the_run_stops_to_resume_later(repo
     assert proc.returncode == 3, proc.stderr
     result = json.loads(proc.stdout)
     assert result["outcome"] == "partial" and "rate-limited" in result["message"]
-    assert list(result["failed_packets"]) == ["A1-R1-P01"] and "429" in result["failed_packets"]["A1-R1-P01"]
-    assert "Request rejected (429)" in (repo / ".audit-mcp/runs/A1-R1/workers/A1-R1-P01.stderr").read_text()
-    next_plan = json.loads((repo / ".audit-mcp/runs/A1-R2/dispatch-plan.json").read_text())
+    first = run_id(repo)
+    assert list(result["failed_packets"]) == [f"{first}-P01"] and "429" in result["failed_packets"][f"{first}-P01"]
+    assert "Request rejected (429)" in (repo / f".audit-mcp/runs/{first}/workers/{first}-P01.stderr").read_text()
+    next_plan = json.loads((repo / f".audit-mcp/runs/{run_id(repo, 1, 2)}/dispatch-plan.json").read_text())
     assert next_plan["cooldown_until"] is not None
     quota = json.loads(
         subprocess.run([EXE, "quota", "--root", str(repo)], capture_output=True, text=True, check=True).stdout
@@ -194,12 +196,12 @@ def test_the_next_run_waits_out_a_cooldown_within_max_wait(repo: Path, tmp_path:
 
     state = tmp_path / "state"
     state.mkdir()
-    env = {**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_429": "R1-P01"}
+    env = {**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_429": f"{run_id(repo)}-P01"}
     runner = HeadlessRunner(AuditService(repo), TEMPLATE, max_wait=600, sleep=waits.append, env=env)
     result = runner.run()
-    assert result.outcome == "complete" and result.runs == ["A1-R1", "A1-R2"]
+    assert result.outcome == "complete" and result.runs == [run_id(repo, 1, 1), run_id(repo, 1, 2)]
     assert len(waits) == 1 and 100 < waits[0] <= 120  # the worker's "retry-after: 120"
-    assert list(result.failures) == ["A1-R1-P01"]
+    assert list(result.failures) == [f"{run_id(repo, 1, 1)}-P01"]
 
 
 def test_workers_start_no_sooner_than_their_launch_offsets(repo: Path, tmp_path: Path) -> None:

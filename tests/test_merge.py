@@ -12,6 +12,7 @@ import pytest
 from audit_mcp.core.errors import NotFoundError
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
+from tests.driving import run_id
 
 
 def _plan(step_plan_path: str) -> dict[str, Any]:
@@ -127,7 +128,7 @@ def test_a_new_audit_after_a_finished_one_starts_over_and_its_report_is_provisio
     assert service.next_step().step_kind == "present_report"
     assert "**Completeness: complete**" in service.report()
     fresh = service.next_step(new_audit=True)
-    assert fresh.step_kind == "dispatch_review" and fresh.run_id == "A2-R1"
+    assert fresh.step_kind == "dispatch_review" and fresh.run_id == run_id(repo, 2, 1)
     assert "**Completeness: unknown**" in service.report()
 
 

@@ -18,9 +18,11 @@ SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "report_planted_app.m
 
 
 def _normalise(markdown: str, repo: Path) -> str:
-    """Only what differs between machines and commits: the git head, the manifest digest, the root path."""
+    """Only what differs between machines and commits: the git head, the manifest digest, the root path and
+    the run ids' tag (it names the artifacts directory)."""
     text = re.sub(r"Snapshot: [0-9a-f]{12}", "Snapshot: <git-head>", markdown)
     text = re.sub(r"manifest [0-9a-f]{12}", "manifest <digest>", text)
+    text = re.sub(r"\b(A\d+-R\d+)-[0-9a-f]{6}\b", r"\1-<tag>", text)  # run ids carry their directory's tag
     return text.replace(str(repo), "<root>")
 
 

@@ -6,9 +6,8 @@ Errors the caller must act on become ``ToolError`` here, at the edge.
 from __future__ import annotations
 
 import json
-import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,13 +21,14 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ToolAnnotations
 
 from audit_mcp.core.errors import AuditError, NotFoundError
-from audit_mcp.core.models import MergeSummary, QuotaStatus, Receipt, StatusView, Step
+from audit_mcp.core.models import MergeSummary, Problem, QuotaStatus, Receipt, StatusView, Step
 from audit_mcp.core.progress import Progress
 from audit_mcp.core.version import __version__
 from audit_mcp.surfaces import params as p
 from audit_mcp.surfaces.channels import STATE_URIS, STEP_URIS, SessionChannels, digest
 from audit_mcp.surfaces.completions import install_completions
 from audit_mcp.surfaces.operator_tools import register_operator_tools
+from audit_mcp.surfaces.roots import Registry
 from audit_mcp.usecases.service import AuditService, render_prompt
 from audit_mcp.usecases.workspace import Clock
 
@@ -39,52 +39,6 @@ INSTRUCTIONS = (
     "returned step says (its prompt is the resource audit://step/current/prompt), and call next_step again "
     "until the step kind is present_report or blocked."
 )
-
-
-class Registry:
-    """The services of the roots this server has seen; the default root comes first."""
-
-    def __init__(
-        self, root: Path | None, artifacts_dir: Path | None, config_path: Path | None, clock: Clock | None
-    ) -> None:
-        self._default_root = root
-        self._artifacts_dir = artifacts_dir
-        self._config_path = config_path
-        self._clock = clock
-        self._services: dict[Path, AuditService] = {}
-        self._lock = threading.Lock()
-        self.current: AuditService | None = None
-
-    def get(self, root: str | None) -> AuditService:
-        path = Path(root).expanduser() if root else (self._default_root or Path.cwd())
-        key = path.resolve()
-        with self._lock:
-            if key not in self._services:
-                # An explicit artifacts directory belongs to the default root; other roots use their own.
-                default = (self._default_root or Path.cwd()).resolve()
-                artifacts = self._artifacts_dir if key == default else None
-                self._services[key] = AuditService(key, artifacts, config_path=self._config_path, clock=self._clock)
-            return self._services[key]
-
-    def for_run(self, run_id: str) -> AuditService:
-        candidates = [self.current] if self.current else []
-        with self._lock:
-            candidates += list(self._services.values())
-        if not candidates:
-            candidates = [self.get(None)]
-        for service in candidates:
-            if service is None:
-                continue
-            if service.has_run(run_id):
-                return service
-        return candidates[0] or self.get(None)
-
-    def roots(self) -> list[str]:
-        """The repositories this server has served, the default first."""
-        with self._lock:
-            seen = [str(key) for key in self._services]
-        default = str((self._default_root or Path.cwd()).resolve())
-        return list(dict.fromkeys([default, *seen]))
 
 
 def _call(fn: Callable[[], T]) -> T:
@@ -131,7 +85,7 @@ def _client_name(ctx: Context | None) -> str | None:
     return getattr(info, "name", None)
 
 
-def _found(read: Callable[[], str]) -> str:
+def _found(read: Callable[[], T]) -> T:
     """A resource's content, or resource-not-found (not an internal error) before an audit exists."""
     try:
         return read()
@@ -145,9 +99,12 @@ def build_server(
     *,
     config_path: Path | None = None,
     clock: Clock | None = None,
+    allowed_roots: Sequence[Path] = (),
     **settings: Any,
 ) -> MCPServer:
-    registry = Registry(root, artifacts_dir, config_path, clock)
+    """The server for ``root`` (default: the working directory) and the ``allowed_roots``; a ``root`` argument
+    naming any other folder is refused."""
+    registry = Registry(root, artifacts_dir, config_path, clock, allowed_roots)
     server = MCPServer("audit-mcp", version=__version__, instructions=INSTRUCTIONS, **settings)
     channels = SessionChannels()
     channels.install(server)
@@ -228,8 +185,17 @@ def build_server(
         {input_tokens, output_tokens, api_calls, seconds, rate_limited_calls} as far as known; the scheduler
         sizes later waves from it.
         """
+        holder = await anyio.to_thread.run_sync(lambda: _call(lambda: registry.holder(run_id)))
+        if holder is None:
+            return Receipt(
+                accepted=False,
+                run_id=str(run_id)[:200],
+                packet_id=str(packet_id)[:200],
+                errors=[Problem(location="/run_id", message=registry.unknown(run_id))],
+                next_action="Nothing was recorded. Submit with the run_id and packet_id of your packet prompt.",
+            )
         receipt = await anyio.to_thread.run_sync(
-            lambda: _call(lambda: registry.for_run(run_id).submit_packet(run_id, packet_id, results, usage))
+            lambda: _call(lambda: holder.submit_packet(run_id, packet_id, results, usage))
         )
         if receipt.accepted and not receipt.duplicate:
             await channels.changed(ctx, ("audit://status",))
@@ -294,16 +260,18 @@ def build_server(
     @server.resource("audit://runs/{run_id}/dispatch-plan", mime_type="application/json", title="Dispatch plan")
     def dispatch_plan(run_id: str) -> str:
         """A run's dispatch plan: wave size, cooldown, packets with prompts and tasks."""
-        return read_text(registry.for_run(run_id).plan_path(run_id), f"the dispatch plan of run {run_id}")
+        service = _found(lambda: registry.for_run(run_id))
+        return read_text(service.plan_path(run_id), f"the dispatch plan of run {run_id}")
 
     @server.resource(
         "audit://runs/{run_id}/packets/{packet_id}/prompt", mime_type="text/markdown", title="Packet prompt"
     )
     def packet_prompt(run_id: str, packet_id: str) -> str:
         """The prompt a review subagent follows for one packet."""
-        return read_text(
-            registry.for_run(run_id).packet_prompt_path(run_id, packet_id), f"packet {packet_id} of run {run_id}"
-        )
+        service = _found(lambda: registry.for_run(run_id))
+        if packet_id not in _found(lambda: service.packet_ids(run_id)):
+            raise ResourceNotFoundError(f"run {run_id} has no packet {packet_id!r}; take its id from the dispatch plan")
+        return read_text(service.packet_prompt_path(run_id, packet_id), f"packet {packet_id} of run {run_id}")
 
     @server.resource("audit://report", mime_type="text/markdown", title="Audit report")
     def report() -> str:

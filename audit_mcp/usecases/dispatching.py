@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.fs import DerivedWriter, write_atomic
@@ -22,6 +24,12 @@ from audit_mcp.scheduling.scheduler import PacketLoad, schedule
 from audit_mcp.store.records import CellState, PacketRow, RunRow
 from audit_mcp.usecases.rates import cooldown, pacing
 from audit_mcp.usecases.workspace import Workspace, iso
+
+
+def run_tag(artifacts_dir: Path) -> str:
+    """Six hex digits naming the artifacts directory, so run ids never repeat across roots (one server may
+    serve several) and every call that names a run can be routed to the root that issued it."""
+    return hashlib.sha256(str(artifacts_dir).encode("utf-8", "surrogateescape")).hexdigest()[:6]
 
 
 def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> None:
@@ -49,7 +57,7 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
         # A run stays small enough for the host to read its step; the rest waits for the next run.
         plans = plans[:1] if single else plans[: config.max_packets_per_run]
         seq = len(tx.runs(audit.audit_id, plan=False)) + 1
-        run_id = f"A{audit.audit_id}-R{seq}"
+        run_id = f"A{audit.audit_id}-R{seq}-{run_tag(ws.artifacts_dir)}"
         specs = []
         for n, packet_plan in enumerate(plans, 1):
             packet_id = f"{run_id}-P{n:02d}"

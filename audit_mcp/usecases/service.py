@@ -138,6 +138,10 @@ class AuditService(Workspace):
         with self.store.read() as tx:
             return tx.run(run_id, plan=False) is not None
 
+    def packet_ids(self, run_id: str) -> set[str]:
+        with self.store.read() as tx:
+            return {p.packet_id for p in tx.packets(run_id)}
+
     def submitted_packets(self, run_id: str) -> set[str]:
         with self.store.read() as tx:
             return set(tx.submitted_packet_ids(run_id))

@@ -27,6 +27,14 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("--allowed-origin", action="append", default=[], help="Origin to accept (repeatable)")
     p.add_argument(
+        "--allow-root",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="another repository a client may name as next_step's root (repeatable); any other is refused",
+    )
+    p.add_argument(
         "--token",
         default=None,
         help="require 'Authorization: Bearer TOKEN' on every HTTP request (default: $AUDIT_MCP_TOKEN; "
@@ -40,7 +48,7 @@ def _serve(args: argparse.Namespace) -> int:
     from audit_mcp.surfaces.server import build_server
 
     root = (args.root or Path.cwd()).resolve()
-    server = build_server(root, args.artifacts_dir, config_path=args.config)
+    server = build_server(root, args.artifacts_dir, config_path=args.config, allowed_roots=args.allow_root)
     if not args.http:
         server.run()
         return EXIT_OK
