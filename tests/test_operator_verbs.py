@@ -13,7 +13,7 @@ import pytest
 
 from audit_mcp.surfaces.cli import main
 from tests.conftest import ScriptedReviewer
-from tests.driving import cli
+from tests.driving import cli, run_id
 
 NEXT = ("--host-can-dispatch-subagents", "true", "--host-max-active-subagents", "4")
 RECEIPT_FIELDS = (
@@ -227,7 +227,7 @@ def test_abandon_ends_the_audit_in_flight_keeps_its_ledger_and_the_next_step_sta
     )
     assert code == 2 and "abandoned" in late["errors"][0]["message"]
     _, step = cli(capsys, "next-step", "--root", root)
-    assert step["run_id"] == "A2-R1"
+    assert step["run_id"] == run_id(repo, 2, 1)
     code, _ = cli(capsys, "abandon", "--root", root)
     assert code == 0
     code, err = _failing(capsys, "abandon", "--root", root)
@@ -256,12 +256,13 @@ def test_cleanup_removes_finished_runs_files_and_orphans_and_never_the_state_or_
     _age(orphan_run, 3600)
     code, dry = cli(capsys, "cleanup", "--root", root, "--dry-run")
     assert code == 0 and dry["dry_run"] is True
-    assert {"runs/A1-R1/packets/", "runs/A1-R1/dispatch-plan.json", "runs/A7-R3/"} <= set(dry["removed"])
+    first = run_id(repo)
+    assert {f"runs/{first}/packets/", f"runs/{first}/dispatch-plan.json", "runs/A7-R3/"} <= set(dry["removed"])
     assert "steps/.current-step.json.x1.tmp" in dry["removed"] and ".audit.y2.tmp" not in dry["removed"]
-    assert (art / "runs/A1-R1/dispatch-plan.json").exists()
+    assert (art / f"runs/{first}/dispatch-plan.json").exists()
     code, done = cli(capsys, "cleanup", "--root", root)
     assert code == 0 and set(done["removed"]) == set(dry["removed"]) and done["bytes_freed"] > 0
-    assert not (art / "runs/A1-R1/packets").exists() and not orphan_run.exists() and not orphan_tmp.exists()
+    assert not (art / f"runs/{first}/packets").exists() and not orphan_run.exists() and not orphan_tmp.exists()
     assert fresh_tmp.exists() and (art / "audit.sqlite3").exists() and (art / "report/report.md").exists()
     _, after = cli(capsys, "report", "--root", root, "--format", "json")
     assert after["findings"] == before["findings"]

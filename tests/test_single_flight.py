@@ -19,6 +19,7 @@ import pytest
 from audit_mcp.core.errors import StateError
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
+from tests.driving import run_id
 
 PROCESSES = 8
 _CHILD = """
@@ -122,7 +123,7 @@ def test_a_submission_for_a_run_of_a_superseded_audit_is_refused_naming_the_curr
     assert not receipt.accepted
     message = receipt.errors[0].message
     assert receipt.errors[0].location == "/run_id"
-    assert "belongs to audit 1" in message and "audit 2" in message and "open run is A2-R1" in message
+    assert "belongs to audit 1" in message and "audit 2" in message and f"open run is {run_id(repo, 2, 1)}" in message
 
 
 def test_a_merge_of_a_run_of_a_superseded_audit_is_refused_and_touches_no_cell_of_the_current_one(
