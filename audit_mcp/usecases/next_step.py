@@ -58,7 +58,11 @@ def next_step(
     except ConfigError as exc:
         caps = hosts.resolve(arguments, {}, SessionConfig().host, client_name)
         return stepping.write_step(ws, stepping.blocked(ws, str(exc), caps))
-    _take_answers(ws, arguments, new_audit=new_audit, retry_blocked=retry_blocked, analyzer_sarif=analyzer_sarif)
+    # The audit this call found: a new audit replaces that one, so callers that race to start one all join the
+    # first that does (single-flight), whatever the audit each of them sees later in the loop.
+    started_on = _take_answers(
+        ws, arguments, new_audit=new_audit, retry_blocked=retry_blocked, analyzer_sarif=analyzer_sarif
+    )
     _collect_results_files(ws)
     start_fresh = new_audit
     history: list[tuple[Obligation, tuple[object, ...]]] = []
@@ -76,7 +80,7 @@ def next_step(
         history.append((decision.obligation, state.digest()))
         tell(progress, len(history), None, _WORK.get(decision.obligation, decision.obligation.value))
         try:
-            seen = audit.audit_id if audit else None
+            seen = started_on if start_fresh else (audit.audit_id if audit else None)
             _run_inline(ws, decision, config, caps, [lens.lens_id for lens in lenses], arguments, seen)
         except AuditError as exc:
             return stepping.write_step(ws, stepping.blocked(ws, str(exc), caps))
@@ -86,8 +90,9 @@ def next_step(
 
 def _take_answers(
     ws: Workspace, arguments: Mapping[str, Any], *, new_audit: bool, retry_blocked: bool, analyzer_sarif: Sequence[Path]
-) -> None:
-    """Record this call's capability answers and a cleared blocker; refuse a new audit over one in flight."""
+) -> int | None:
+    """Record this call's capability answers and a cleared blocker; refuse a new audit over one in flight.
+    Returns the current audit's id (``None``: none yet)."""
     with ws.store.write() as tx:
         audit = tx.current_audit()
         live = audit is not None and audit.abandoned_at is None
@@ -115,6 +120,7 @@ def _take_answers(
         remembered = audit.host_caps if audit is not None else {}
         if audit is not None:
             tx.set_host_caps(audit.audit_id, hosts.remember(arguments, remembered))
+        return audit.audit_id if audit is not None else None
 
 
 def _collect_results_files(ws: Workspace) -> None:
