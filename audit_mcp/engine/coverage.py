@@ -6,8 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.engine.file_kinds import FileKind
+from audit_mcp.engine.languages import chars_per_token
 from audit_mcp.engine.lens_map import LensSelector
 from audit_mcp.store.records import OPEN_STATES, Cell, CellState, FileRow, Matrix
+
+# One file or chunk takes at most this share of a packet's token budget (the rest: the prompt, other files).
+UNIT_BUDGET_SHARE = 0.5
 
 
 def chunk_ranges(line_count: int, threshold: int, chunk_lines: int) -> list[tuple[int, int]]:
@@ -17,12 +21,30 @@ def chunk_ranges(line_count: int, threshold: int, chunk_lines: int) -> list[tupl
     return [(start, min(line_count, start + chunk_lines - 1)) for start in range(1, line_count + 1, chunk_lines)]
 
 
+def max_unit_chars(language: str, config: SessionConfig) -> int:
+    """The most characters one file or chunk may hold and still fit a packet of ``max_packet_tokens``."""
+    return int(config.max_packet_tokens * UNIT_BUDGET_SHARE * chars_per_token(language))
+
+
+def file_ranges(row: FileRow, config: SessionConfig) -> list[tuple[int, int]]:
+    """The line ranges a file is reviewed in: chunks past the line threshold, and chunks of fewer lines when
+    its lines are long, so that no chunk's estimated tokens exceed its share of a packet (a file of few,
+    wide lines is split by its size, not only by its line count)."""
+    lines = max(1, row.line_count)
+    per_chunk = config.chunk_lines
+    threshold = config.chunk_threshold_lines
+    room = max_unit_chars(row.language, config)
+    if row.size > room:
+        per_chunk = max(1, min(per_chunk, room * lines // max(1, row.size)))
+        threshold = min(threshold, per_chunk)
+    return chunk_ranges(row.line_count, threshold, per_chunk)
+
+
 def build_matrix(files: Sequence[FileRow], config: SessionConfig) -> Matrix:
     """The units of every file in scope, in a stable order, and the lenses that apply to each."""
     selector = LensSelector(config)
     sets: dict[tuple[str, ...], int] = {}
     units: list[tuple[str, int, int, str, int]] = []
-    threshold, chunk = config.chunk_threshold_lines, config.chunk_lines
     for row in files:
         if row.scope != "review":
             continue
@@ -30,7 +52,7 @@ def build_matrix(files: Sequence[FileRow], config: SessionConfig) -> Matrix:
         if not lenses:
             continue
         index = sets.setdefault(lenses, len(sets))
-        for start, end in chunk_ranges(row.line_count, threshold, chunk):
+        for start, end in file_ranges(row, config):
             units.append((row.path, start, end, row.sha256, index))
     return Matrix(units, list(sets))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.models import RequeuedTask
-from audit_mcp.engine.coverage import build_cells, chunk_ranges
+from audit_mcp.engine.coverage import build_cells, file_ranges
 from audit_mcp.engine.intake import repository_attributes, rescan
 from audit_mcp.engine.scoping import Scoper
 from audit_mcp.store.records import Cell, CellState, FileRow
@@ -90,7 +90,7 @@ def _cells_for(after: FileRow, cells: list[Cell], config: SessionConfig, last: i
     """New cells when the file's line ranges changed; ``None`` when the old cells still fit."""
     if after.scope != "review":
         return None
-    ranges = chunk_ranges(after.line_count, config.chunk_threshold_lines, config.chunk_lines)
+    ranges = file_ranges(after, config)
     if sorted({(c.start_line, c.end_line) for c in cells}) == ranges:
         return None
     lenses = {c.lens for c in cells}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,7 @@ from audit_mcp.core.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.engine import attributes
 from audit_mcp.engine.attributes import Attributes
+from audit_mcp.engine.coverage import max_unit_chars
 from audit_mcp.engine.git import GitReader, paths_of
 from audit_mcp.engine.ignores import walk_paths
 from audit_mcp.engine.incremental import changed_since
@@ -146,9 +148,24 @@ def _scan_file(root: Path, rel: str, scoper: Scoper) -> tuple[FileRow, str | Non
         return skipped("empty file", len(data), sha)
     if reason := scoper.by_header(rel, data):
         return skipped(reason, len(data), sha)
+    if (wide := _wide_line(data, max_unit_chars(language, config))) is not None:
+        return skipped(
+            f"minified or one-line file: a line of {wide} characters, more than one review packet can hold "
+            f"(max_packet_tokens {config.max_packet_tokens}); review its source form, or exclude it",
+            len(data),
+            sha,
+        )
     text = data.decode("utf-8", errors="replace")
     lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     return FileRow(rel, language, len(data), lines, sha, "review", None, kind), text
+
+
+def _wide_line(data: bytes, limit: int) -> int | None:
+    """The length of the longest line when one is over ``limit`` characters (a packet holds whole lines, so
+    such a file cannot be chunked to fit), else ``None``; cheap for the files that cannot have one."""
+    if len(data) <= limit or re.search(rb"[^\n]{%d}" % (limit + 1), data) is None:
+        return None
+    return max(len(line) for line in data.split(b"\n"))
 
 
 def _read_all(fd: int, size: int, limit: int) -> bytes:

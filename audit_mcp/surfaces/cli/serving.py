@@ -7,11 +7,30 @@ import ipaddress
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.surfaces.cli.common import Subparsers, verb
 from audit_mcp.surfaces.cli.exits import EXIT_OK
 from audit_mcp.surfaces.http_auth import MIN_TOKEN_CHARS, TOKEN_ENV, BearerToken
+
+# Streamable HTTP sessions: one with no request in flight (and no open stream) for this long is closed, and
+# at most this many are open at once, so thousands of abandoned sessions cannot grow the server's memory.
+SESSION_IDLE_SECONDS = 600.0
+MAX_SESSIONS = 1_000
+
+
+def _positive(kind: type[float] | type[int]) -> Any:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive number, not {text!r}") from None
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"expected a positive number, not {text!r}")
+        return value
+
+    return parse
 
 
 def register(sub: Subparsers) -> None:
@@ -26,6 +45,20 @@ def register(sub: Subparsers) -> None:
         help="Host header to accept when bound off loopback (repeatable; required there)",
     )
     p.add_argument("--allowed-origin", action="append", default=[], help="Origin to accept (repeatable)")
+    p.add_argument(
+        "--session-idle-timeout",
+        type=_positive(float),
+        default=SESSION_IDLE_SECONDS,
+        metavar="SECONDS",
+        help=f"close an HTTP session idle this long (default {SESSION_IDLE_SECONDS:g}; the client starts a new one)",
+    )
+    p.add_argument(
+        "--max-sessions",
+        type=_positive(int),
+        default=MAX_SESSIONS,
+        metavar="N",
+        help=f"most HTTP sessions open at once; past it a new one is refused with 503 (default {MAX_SESSIONS})",
+    )
     p.add_argument(
         "--allow-root",
         action="append",
@@ -85,10 +118,25 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if token is None:
-        server.run("streamable-http", host=args.host, port=args.port, transport_security=security)
+        server.run(
+            "streamable-http",
+            host=args.host,
+            port=args.port,
+            transport_security=security,
+            session_idle_timeout=args.session_idle_timeout,
+            max_sessions=args.max_sessions,
+        )
         return EXIT_OK
     import uvicorn
 
-    app = BearerToken(server.streamable_http_app(transport_security=security, host=args.host), token)
+    app = BearerToken(
+        server.streamable_http_app(
+            transport_security=security,
+            host=args.host,
+            session_idle_timeout=args.session_idle_timeout,
+            max_sessions=args.max_sessions,
+        ),
+        token,
+    )
     uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")).run()
     return EXIT_OK
