@@ -5,6 +5,7 @@ through the CLI, as a real worker would. Behaviour switches (environment):
 - SCRIPTED_WORKER_429: part of a packet id; those packets fail with a provider's rate-limit text instead;
 - SCRIPTED_WORKER_HANG_AFTER: hang (until `release` appears in the state folder, at most 30 s) once this
   many packets are done;
+- SCRIPTED_WORKER_AUTH: every worker fails with an authentication error;
 - SCRIPTED_WORKER_FILE_ONLY: write the results file (leaving `<packet_id>.written`) and exit 0, never submit;
 - SCRIPTED_WORKER_DIE_AFTER_WRITE: part of a packet id; those workers write their file, then kill themselves;
 - SCRIPTED_WORKER_HANG_AFTER_WRITE: part of a packet id; those write their file, leave `.written` (and write
@@ -48,6 +49,9 @@ def main() -> int:
     state = Path(env["SCRIPTED_WORKER_STATE"]) if env.get("SCRIPTED_WORKER_STATE") else None
     if state:
         (state / f"{args.packet}.started").touch()
+    if env.get("SCRIPTED_WORKER_AUTH"):
+        print("Invalid API key · Please run /login", file=sys.stderr)
+        return 1
     if env.get("SCRIPTED_WORKER_429") and env["SCRIPTED_WORKER_429"] in args.packet:
         print(
             "API Error: Request rejected (429) rate_limit_error: Number of request tokens has exceeded your "

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.core.escape import md_block
+from audit_mcp.core.escape import md_block, md_code
 from audit_mcp.core.models import HostCapabilities, Step
 from audit_mcp.engine.templates import render
 
@@ -247,6 +247,7 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
             reason=md_block(ctx.reason),  # it can quote a subagent's error text or a repository's config
             status_cli=_cli(ctx, "status"),
             coverage_line=_coverage_line(ctx),
+            handoff_path=md_code(ctx.artifacts_dir / "steps" / "operator-handoff.md"),
         )
         actions = ["report the blocker to the user verbatim", _cli(ctx, "status")]
         stop = "Stop now and report the blocker; do not retry until a person has fixed its cause."
@@ -259,6 +260,9 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
     }
     if ctx.plan_path is not None:
         paths["plan"] = str(ctx.plan_path)
+    if ctx.kind == "blocked":
+        paths["operator_handoff"] = str(ctx.artifacts_dir / "steps" / "operator-handoff.json")
+        paths["operator_handoff_md"] = str(ctx.artifacts_dir / "steps" / "operator-handoff.md")
     step = Step(
         step_kind=ctx.kind,  # type: ignore[arg-type]
         status=ctx.status,  # type: ignore[arg-type]

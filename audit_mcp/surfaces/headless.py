@@ -67,6 +67,8 @@ class HeadlessRunner:
         worker_mode: WorkerMode = "submit",
         since: str | None = None,
         max_runs: int | None = None,
+        retry_blocked: bool = False,
+        command: list[str] | None = None,
         say: Say = lambda _line: None,
         sleep: Sleep = time.sleep,  # only for rate-limit cooldowns
         env: Mapping[str, str] | None = None,
@@ -90,6 +92,8 @@ class HeadlessRunner:
         self.worker_mode = worker_mode
         self.since = since
         self.max_runs = max_runs
+        self.retry_blocked = retry_blocked
+        self.command = command
         self.say = say
         self.sleep = sleep
         self.env = dict(os.environ if env is None else env)
@@ -100,7 +104,7 @@ class HeadlessRunner:
             "max_active_subagents": self.max_workers,
             "model": self.model,
         }
-        step = self.service.next_step(caps, client_name=CLIENT_NAME, since=self.since)
+        step = self.service.next_step(caps, client_name=CLIENT_NAME, since=self.since, retry_blocked=self.retry_blocked)
         result = HeadlessResult(EXIT_PARTIAL, "partial", "", step)
         while step.step_kind in ("dispatch_review", "single_task_fallback") and step.run_id:
             if self.max_runs is not None and len(result.runs) >= self.max_runs:
@@ -150,6 +154,8 @@ class HeadlessRunner:
             )
         elif step.step_kind == "blocked":
             result.exit_code, result.outcome, result.message = EXIT_BLOCKED, "blocked", step.reason
+            if self.command:
+                self.service.update_handoff(step, command=self.command)  # resuming repeats this very command
         else:
             result.message = f"stopped at a {step.step_kind} step: {step.reason}"
         return result

@@ -25,6 +25,7 @@ from audit_mcp.usecases import (
     completing,
     deferred,
     explaining,
+    handoff,
     merging,
     next_step,
     quota,
@@ -114,6 +115,10 @@ class AuditService(Workspace):
 
     def cleanup(self, *, keep_runs: int = 0, logs: bool = False, dry_run: bool = False) -> CleanupResult:
         return cleaning.cleanup(self, keep_runs=keep_runs, logs=logs, dry_run=dry_run)
+
+    def update_handoff(self, step: Step, *, command: list[str] | None = None) -> None:
+        """The operator hand-off beside a blocked step (resumed by ``command``), or none for another step."""
+        handoff.update_handoff(self, step, command=command)
 
     def run_stage(self, stage: str, *, new_audit: bool = False) -> StageResult:
         return stages.run_stage(self, stage, new_audit=new_audit)

@@ -8,6 +8,7 @@ from audit_mcp.engine.coverage import completeness, totals
 from audit_mcp.engine.planner import Decision, Obligation, PlannerState
 from audit_mcp.engine.steps import StepContext, render_step
 from audit_mcp.scheduling.limits import balanced_waves
+from audit_mcp.usecases.handoff import update_handoff
 from audit_mcp.usecases.workspace import Workspace
 
 
@@ -65,4 +66,5 @@ def write_step(ws: Workspace, ctx: StepContext) -> Step:
     step, prompt = render_step(ctx, ws.step_prompt_path)
     write_atomic(ws.step_prompt_path, prompt)
     write_atomic(ws.step_json_path, step.model_dump_json(indent=2) + "\n")
+    update_handoff(ws, step)  # written for a blocked step, removed for any other
     return step

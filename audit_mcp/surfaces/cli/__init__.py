@@ -26,6 +26,7 @@ __all__ = ["build_parser", "main", "run"]
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for resume commands (the hand-off of `run`)
     code: int = args.handler(args)
     return code
 

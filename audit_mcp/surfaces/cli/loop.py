@@ -71,6 +71,8 @@ def _next_step(args: argparse.Namespace) -> int:
         since=args.since,
     )
     bar.close()
+    if step.step_kind == "blocked":
+        service.update_handoff(step, command=["audit-mcp", *args.argv])  # resuming repeats this command
     emit(step)
     print(f"audit-mcp: step {step.step_kind}: read {step.prompt_path}", file=sys.stderr)
     return EXIT_OK

@@ -36,6 +36,7 @@ def register(sub: Subparsers) -> None:
         help="submit: workers run `audit-mcp submit-packet` (default); file: workers only write their results "
         "file ({results_path}), which is checked and recorded when they exit",
     )
+    p.add_argument("--retry-blocked", action="store_true", help="clear a blocker whose cause is fixed, then go on")
     p.add_argument("--since", metavar="REF", help="for an audit that starts now: only files changed since this git ref")
     p.add_argument(
         "--max-runs",
@@ -62,6 +63,8 @@ def _run(args: argparse.Namespace) -> int:
         worker_mode=args.worker_mode,
         since=args.since,
         max_runs=args.max_runs,
+        retry_blocked=args.retry_blocked,
+        command=["audit-mcp", *args.argv],
         say=lambda line: print(f"audit-mcp: {line}", file=sys.stderr, flush=True),
     )
     result = runner.run()
