@@ -26,14 +26,16 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 TOKEN_CHARS = 4  # a rough, conservative characters-per-token ratio for JSON
 
-_PY = '''"""Module {n}: request handling for area {area}."""
+_PY = """\"\"\"Module {n}: request handling for area {area}.\"\"\"
 
 import json
-from {sibling} import helper_{sib}
+
+from . import m{sib}
+from {pkg}.area{far:03d}.m{farn} import helper_{farn}
 
 
 def handle_{n}(request, store):
-    """Read the request body, look the user up and answer."""
+    \"\"\"Read the request body, look the user up and answer.\"\"\"
     body = json.loads(request.body)
     user = store.get(body["user_id"])
     if user is None:
@@ -41,7 +43,7 @@ def handle_{n}(request, store):
     total = 0
     for item in body.get("items", []):
         total += int(item["price"]) * int(item.get("count", 1))
-    return {{"status": 200, "user": user["name"], "total": total, "helper": helper_{sib}(total)}}
+    return {{"status": 200, "user": user["name"], "total": m{sib}.helper_{sib}(total) + helper_{farn}(total)}}
 
 
 def helper_{n}(value):
@@ -57,10 +59,11 @@ class Cache{n}:
 
     def put(self, key, value):
         self.items[key] = value
-'''
+"""
 
 _JS = """// Module {n}: client helpers for area {area}.
-const api = require("./{sibling}");
+const api = require("./m{sib}");
+import {{ render{farn} }} from "../area{far:03d}/m{farn}";
 
 function render{n}(user) {{
   const el = document.createElement("div");
@@ -74,8 +77,45 @@ async function load{n}(id) {{
   return res.json();
 }}
 
-module.exports = {{ render{n}, load{n}, api }};
+module.exports = {{ render{n}, load{n}, api, render{farn} }};
 """
+
+_TEST = """\"\"\"Tests of module {target}.\"\"\"
+
+from {pkg}.area{area:03d}.m{target} import handle_{target}, helper_{target}
+
+
+class Request:
+    def __init__(self, body):
+        self.body = body
+
+
+def test_helper_{target}_is_bounded():
+    assert 0 <= helper_{target}(12345) < 97
+
+
+def test_handle_{target}_answers_404_for_an_unknown_user():
+    assert handle_{target}(Request('{{"user_id": 1}}'), {{}})["status"] == 404
+"""
+
+_INIT = '"""Area {area} of package {pkg}."""\n\nfrom . import m{first}\n'
+_CONFIGS = (
+    (
+        "settings.toml",
+        '[area]\nname = "area{area}"\nworkers = 4\ntimeout_seconds = 30\n\n[db]\nurl = "sqlite:///area{area}.db"\n',
+    ),
+    ("deploy.yaml", 'service: area{area}\nreplicas: 2\nenv:\n  LOG_LEVEL: info\n  PORT: "80{area:02d}"\n'),
+    ("package.json", '{{\n  "name": "area{area}",\n  "version": "1.0.{area}",\n  "main": "m{first}.js"\n}}\n'),
+)
+_HUGE_EVERY = 5_000  # one huge module (4,000 lines: three chunks) per this many files
+_HUGE_LINES = 4_000
+
+
+def _huge(n: int) -> str:
+    body = [f'"""Module {n}: a long table of handlers, chunked for review."""\n', "import json\n"]
+    for k in range(_HUGE_LINES // 4):
+        body.append(f"\n\ndef table_{k}(value):\n    return json.dumps({{'k': {k}, 'v': value * {k} % 101}})\n")
+    return "".join(body)
 
 
 def _git(root: Path, *args: str) -> None:
@@ -88,17 +128,41 @@ def _git(root: Path, *args: str) -> None:
 
 
 def generate(root: Path, files: int) -> None:
-    """``files`` source files in two halves (``a/``, ``b/``), 100 per directory, Python and JavaScript."""
+    """``files`` files in two top-level Python packages (``a/``, ``b/``) of areas of 100: per area an
+    ``__init__.py``, a config file, four test modules, and Python and JavaScript modules whose imports
+    resolve (a sibling in the area, one module of another area: about two edges per module), plus one huge
+    module per 5,000 files that chunks."""
     for n in range(files):
-        half = "a" if n < files // 2 else "b"
-        area = n // 100
-        folder = root / half / f"area{area:03d}"
+        pkg = "a" if n < files // 2 else "b"
+        area, slot = divmod(n, 100)
+        folder = root / pkg / f"area{area:03d}"
         folder.mkdir(parents=True, exist_ok=True)
-        sib = n - 1 if n % 100 else n + 1
-        if n % 4 == 3:
-            (folder / f"m{n}.js").write_text(_JS.format(n=n, area=area, sibling=f"m{sib}"))
+        areas = max(1, files // 100)
+        far = (area * 37 + 11) % areas
+        if (far < areas // 2) != (pkg == "a") or far * 100 + 10 >= files:
+            far = area
+        js = slot % 4 == 3
+        farn = far * 100 + (11 if js else 10) + (slot % 20) * 4  # a module of the other area, same language
+        sib = n + 4 if js and slot < 96 else n - 4 if js else (n - 1 if slot > 10 and slot % 4 != 0 else n + 2)
+        if slot == 0:
+            (folder / "__init__.py").write_text(_INIT.format(area=area, pkg=pkg, first=n + 10))
+        elif slot == 1:
+            name, text = _CONFIGS[area % len(_CONFIGS)]
+            (folder / name).write_text(text.format(area=area, first=n + 12))
+        elif slot in (2, 3, 4, 5):
+            (folder / "tests").mkdir(exist_ok=True)
+            target = area * 100 + 10 + 4 * slot
+            (folder / "tests" / f"test_m{target}.py").write_text(_TEST.format(pkg=pkg, area=area, target=target))
+        elif slot < 10:
+            (folder / f"notes{slot}.md").write_text(
+                f"# Area {area}, note {slot}\n\nHow area {area} handles requests.\n"
+            )
+        elif n % _HUGE_EVERY == 50:
+            (folder / f"m{n}.py").write_text(_huge(n))
+        elif js:
+            (folder / f"m{n}.js").write_text(_JS.format(n=n, area=area, sib=sib, far=far, farn=farn))
         else:
-            (folder / f"m{n}.py").write_text(_PY.format(n=n, area=area, sibling=f"m{sib}", sib=sib))
+            (folder / f"m{n}.py").write_text(_PY.format(n=n, area=area, pkg=pkg, sib=sib, far=far, farn=farn))
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "generated")
@@ -124,7 +188,18 @@ service = AuditService(root, artifacts, config_path=config)
 step = service.next_step({"can_dispatch_subagents": True})
 seconds = time.perf_counter() - t0
 plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
-print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+timings = {}
+for name, call in (("quota", service.quota), ("status", service.status)):
+    runs = []
+    for _ in range(3):
+        t1 = time.perf_counter()
+        call().model_dump_json()
+        runs.append(time.perf_counter() - t1)
+    timings[name + "_ms"] = round(1000 * min(runs), 1)
+db = sum(f.stat().st_size for f in artifacts.iterdir() if f.name.startswith("audit.sqlite3"))
+print(json.dumps({"seconds": seconds, "peak_rss_mb": peak, **timings, "db_bytes": db,
+                  "prompt_bytes": sum(f.stat().st_size for f in artifacts.rglob("*.md")),
                   "step_kind": step.step_kind, "packets": len(plan["packets"]),
                   "tasks": sum(len(p["tasks"]) for p in plan["packets"]),
                   "step_result_chars": len(step.model_dump_json()),
@@ -176,6 +251,20 @@ def _read_all_bytes(root: Path) -> float:
     return time.perf_counter() - t0
 
 
+def _code_bytes(root: Path) -> int:
+    listing = subprocess.run(["git", "ls-files", "-z"], cwd=root, check=True, capture_output=True).stdout
+    return sum((root / name).stat().st_size for name in listing.decode().split("\0") if name)
+
+
+def _cli(*args: str) -> float:
+    """Wall time of one CLI call in a fresh interpreter (process start, imports and the verb)."""
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "audit_mcp", *args], cwd=HERE.parent, check=True, capture_output=True, text=True
+    )
+    return time.perf_counter() - t0
+
+
 def _machine() -> dict[str, str]:
     cpu = next(
         (
@@ -193,9 +282,65 @@ def _machine() -> dict[str, str]:
     }
 
 
+def _first_steps(root: Path, base: Path, rounds: int) -> dict[str, Any]:
+    """``rounds`` interleaved rounds of: read every byte, the first next_step in-process, the same through
+    the CLI; each ratio against the read of its own round."""
+    samples: list[dict[str, Any]] = []
+    for _ in range(rounds):
+        read = _read_all_bytes(root)
+        shutil.rmtree(base / "artifacts-full", ignore_errors=True)
+        step = _child(_FIRST_STEP, str(root), str(base / "artifacts-full"))
+        shutil.rmtree(base / "artifacts-cli", ignore_errors=True)
+        cli = _cli("next-step", "--root", str(root), "--artifacts-dir", str(base / "artifacts-cli"))
+        samples.append(
+            {
+                "read_seconds": round(read, 3),
+                "step": step,
+                "cli_seconds": round(cli, 3),
+                "ratio": round(step["seconds"] / read, 2),
+                "cli_ratio": round(cli / read, 2),
+                "load_average": os.getloadavg()[0],
+            }
+        )
+    return {
+        "ratio_range": [min(s["ratio"] for s in samples), max(s["ratio"] for s in samples)],
+        "cli_ratio_range": [min(s["cli_ratio"] for s in samples), max(s["cli_ratio"] for s in samples)],
+        "rounds": samples,
+    }
+
+
+def _growth(base: Path, sizes: list[int]) -> list[dict[str, Any]]:
+    """The first next_step against reading every byte, in-process, at each size (one round each)."""
+    table = []
+    for files in sizes:
+        root = base / f"repo-{files}"
+        if not root.exists():
+            root.mkdir(parents=True)
+            generate(root, files)
+        _read_all_bytes(root)
+        read = min(_read_all_bytes(root) for _ in range(2))
+        shutil.rmtree(base / "artifacts-growth", ignore_errors=True)
+        step = _child(_FIRST_STEP, str(root), str(base / "artifacts-growth"))
+        table.append(
+            {
+                "files": files,
+                "read_seconds": round(read, 3),
+                "first_step_seconds": round(step["seconds"], 3),
+                "ratio": round(step["seconds"] / read, 2),
+                "us_per_file": round(1e6 * step["seconds"] / files, 1),
+                "peak_rss_mb": round(step["peak_rss_mb"], 1),
+                "load_average": os.getloadavg()[0],
+            }
+        )
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the first-step comparison")
+    parser.add_argument("--growth", default="", help="comma-separated sizes for the growth table (2000,50000)")
+    parser.add_argument("--packets", type=int, default=500, help="packets of the submit and merge phase")
     parser.add_argument("--keep", type=Path, help="generate the repository here and keep it")
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="audit-mcp-scale-"))
@@ -208,29 +353,41 @@ def main() -> None:
         generated = time.perf_counter() - t0
         _read_all_bytes(root)  # warm the page cache for both sides alike
         baseline = min(_read_all_bytes(root) for _ in range(3))
-        for old in ("artifacts-full", "artifacts-10k"):
-            shutil.rmtree(base / old, ignore_errors=True)
-        first = _child(_FIRST_STEP, str(root), str(base / "artifacts-full"))
-        half = base / "half.toml"
-        half.write_text('lenses = ["security"]\ninclude = ["a/**"]\nmax_packets_per_run = 2000\n')
-        _child(_FIRST_STEP, str(root), str(base / "artifacts-10k"), str(half))
-        submit = _child(_SUBMIT_AND_MERGE, str(root), str(base / "artifacts-10k"), str(half))
+        first = _first_steps(root, base, args.rounds)
+        step = first["rounds"][-1]["step"]
+        artifacts = str(base / "artifacts-full")
+        views = {
+            "quota_cli_seconds": round(_cli("quota", "--root", str(root), "--artifacts-dir", artifacts), 3),
+            "status_cli_seconds": round(_cli("status", "--json", "--root", str(root), "--artifacts-dir", artifacts), 3),
+            "cli_start_seconds": round(min(_cli("--version") for _ in range(3)), 3),
+        }
+        shutil.rmtree(base / "artifacts-run", ignore_errors=True)
+        run_config = base / "run.toml"
+        run_config.write_text(f"max_packets_per_run = {args.packets}\n")
+        _child(_FIRST_STEP, str(root), str(base / "artifacts-run"), str(run_config))
+        submit = _child(_SUBMIT_AND_MERGE, str(root), str(base / "artifacts-run"), str(run_config))
+        code = _code_bytes(root)
         out = {
             "machine": _machine(),
             "files": args.files,
+            "code_bytes": code,
             "generate_seconds": round(generated, 2),
             "read_all_bytes_seconds": round(baseline, 3),
-            "first_next_step": first,
-            "first_next_step_ratio": round(first["seconds"] / baseline, 2),
-            "ten_thousand_tasks": submit,
+            "first_next_step": step,
+            "first_next_step_ratio": first["rounds"][-1]["ratio"],
+            "first_next_step_rounds": first,
+            "database_to_code_ratio": round(step["db_bytes"] / code, 2),
+            **views,
+            "run_of_packets": submit,
             "largest_tool_result_tokens": max(
-                first["step_result_chars"],
+                step["step_result_chars"],
                 submit["receipt_max_chars"],
                 submit["merge_summary_chars"],
                 submit["final_step_chars"],
                 submit["status_chars"],
             )
             // TOKEN_CHARS,
+            "growth": _growth(base, [int(n) for n in args.growth.split(",") if n]),
             "benchmark_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
         print(json.dumps(out, indent=2))

@@ -48,5 +48,5 @@ def test_the_scale_benchmark_runs_on_a_small_repository() -> None:
     assert proc.returncode == 0, proc.stderr
     figures = json.loads(proc.stdout)
     assert figures["first_next_step"]["step_kind"] == "dispatch_review"
-    assert figures["ten_thousand_tasks"]["final_step"] == "present_report"
+    assert figures["run_of_packets"]["final_step"] == "present_report"
     assert figures["largest_tool_result_tokens"] < 25_000
