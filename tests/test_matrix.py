@@ -66,3 +66,37 @@ def test_python_imports_in_every_form_become_edges() -> None:
         "pkg/b.py",
     }
     assert import_edges("pkg/main.py", "python", "print('no imports')\n", known) == set()
+
+
+def test_the_string_scan_reads_only_lines_that_can_import() -> None:
+    known = {"pkg/a.py", "pkg/b.py", "pkg/c.py", "tabbed.py", "last.py"}
+    text = (
+        "\t\timport tabbed\n"
+        "doc = 'import pkg.c'  # not at the start of a line\n"
+        "fromage import pkg.c\n"
+        "importer = 1\n"
+        "from pkg import a, b\r\n"
+        "from pkg.c\n"  # a from without import: nothing
+        "import last"  # the last line, without a newline
+    )
+    assert import_edges("main.py", "python", text, known) == {"tabbed.py", "pkg/a.py", "pkg/b.py", "last.py"}
+
+
+def test_javascript_imports_across_lines_and_requires_become_edges() -> None:
+    known = {"web/a.js", "web/b.ts", "web/lib/index.js", "web/c.mjs", "web/d.js", "web/e.js"}
+    text = (
+        'import {\n  one,\n  two,\n} from "./a";\n'
+        "const b = require('./b.js');\n"
+        "export * from './lib';\n"
+        'const c = await import("./c.mjs");\n'
+        "// reimport: import './d'\n"
+        'const skipped = "require" + "(./e)";\n'
+        'import x from "left-pad";\n'
+    )
+    assert import_edges("web/main.js", "javascript", text, known) == {
+        "web/a.js",
+        "web/b.ts",
+        "web/lib/index.js",
+        "web/c.mjs",
+        "web/d.js",
+    }

@@ -22,7 +22,7 @@ from audit_mcp.engine.coverage import max_unit_chars
 from audit_mcp.engine.git import GitReader, paths_of
 from audit_mcp.engine.ignores import walk_paths
 from audit_mcp.engine.incremental import changed_since
-from audit_mcp.engine.languages import detect_language, import_edges
+from audit_mcp.engine.languages import detect_language, import_candidates, reads_imports, resolve_imports
 from audit_mcp.engine.scoping import Scoper
 from audit_mcp.store.records import FileRow
 
@@ -93,8 +93,9 @@ def repository_attributes(root: Path, paths: list[str]) -> dict[str, Attributes]
     return linguist_attributes(git, paths) if paths and git.work_tree() is not None else {}
 
 
-def _scan_file(root: Path, rel: str, scoper: Scoper) -> tuple[FileRow, str | None]:
-    """One manifest row, and the decoded text when the file is in scope."""
+def _scan_file(root: Path, rel: str, scoper: Scoper, *, imports: bool = True) -> tuple[FileRow, list[str] | None]:
+    """One manifest row, and what the file names as imports when it is in scope (unresolved; read only
+    when ``imports``). ``root`` is already resolved."""
     config = scoper.config
     language = detect_language(rel)
     full = f"{root}{os.sep}{rel}"  # a plain string: this runs once per file of the repository
@@ -142,9 +143,9 @@ def _scan_file(root: Path, rel: str, scoper: Scoper) -> tuple[FileRow, str | Non
     sha = hashlib.sha256(data).hexdigest()
     if reason:
         return skipped(reason, len(data), sha)
-    if b"\0" in data[:8192]:
+    if data.find(b"\0", 0, 8192) != -1:
         return skipped("binary file", len(data), sha)
-    if not data.strip():
+    if not data or data.isspace():
         return skipped("empty file", len(data), sha)
     if reason := scoper.by_header(rel, data):
         return skipped(reason, len(data), sha)
@@ -155,9 +156,10 @@ def _scan_file(root: Path, rel: str, scoper: Scoper) -> tuple[FileRow, str | Non
             len(data),
             sha,
         )
-    text = data.decode("utf-8", errors="replace")
-    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    return FileRow(rel, language, len(data), lines, sha, "review", None, kind), text
+    # Counted on the bytes: a newline is never part of a multi-byte UTF-8 sequence nor of a replacement.
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    named = import_candidates(rel, language, data) if imports and reads_imports(language) else []
+    return FileRow(rel, language, len(data), lines, sha, "review", None, kind), named
 
 
 def _wide_line(data: bytes, limit: int) -> int | None:
@@ -180,8 +182,9 @@ def _read_all(fd: int, size: int, limit: int) -> bytes:
 
 
 def rescan(root: Path, rel: str, scoper: Scoper) -> FileRow:
-    """The manifest row ``rel`` would get now (the file may have changed or gone since intake)."""
-    return _scan_file(root.resolve(), rel, scoper)[0]
+    """The manifest row ``rel`` would get now (the file may have changed or gone since intake); ``root``
+    resolved by the caller, once for all the files it rescans."""
+    return _scan_file(root, rel, scoper, imports=False)[0]
 
 
 def _filter(paths: list[str], config: SessionConfig, excluded_prefixes: list[str]) -> Iterator[str]:
@@ -219,7 +222,7 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
     with ThreadPoolExecutor(1) as pool:
         snapshot = pool.submit(_git_snapshot, git, artifacts_rel) if is_git else None
         rows: list[FileRow] = []
-        texts: dict[str, str] = {}
+        imports: dict[str, list[str]] = {}
         seen_names = set(listed)
         for rel in listed:
             if (shown := _undecodable(rel)) is not None:
@@ -233,16 +236,16 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
                 reason = f"unchanged since {config.since}"
                 rows.append(FileRow(rel, language, 0, 0, "", "skipped", reason, scoper.kind(rel, language)))
                 continue
-            row, text = _scan_file(real_root, rel, scoper)
+            row, named = _scan_file(real_root, rel, scoper)
             rows.append(row)
-            if text is not None:
-                texts[rel] = text
-        known = set(texts)
+            if named is not None:
+                imports[rel] = named
         languages = {r.path: r.language for r in rows if r.scope == "review"}
         edges = sorted(
             (path, target)
-            for path, text in texts.items()
-            for target in import_edges(path, languages[path], text, known)
+            for path, named in imports.items()
+            if named
+            for target in resolve_imports(path, languages[path], named, imports)
         )
         head, dirty = snapshot.result() if snapshot is not None else (None, False)
     digest = hashlib.sha256(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 _BY_EXTENSION = {
     ".py": "python",
@@ -253,18 +253,36 @@ def chars_per_token(language: str) -> float:
     return _CHARS_PER_TOKEN.get(language, DEFAULT_CHARS_PER_TOKEN)
 
 
-_PY_IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t].*$", re.M)
 _PY_IMPORT = re.compile(r"^\s*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.M)
 _PY_FROM = re.compile(r"^\s*from\s+(\.*)([\w.]*)\s+import\s+([\w*, ()]+)", re.M)
 _JS_SPEC = re.compile(
     r"""(?:import\s[^'"]*?from\s*|import\s*\(?\s*|require\(\s*|export\s[^'"]*?from\s*)['"]([^'"]+)['"]"""
 )
+_JS_KEYWORDS = ("import", "require(", "export")
+_JS_LANGUAGES = frozenset({"javascript", "typescript", "vue", "svelte"})
 _JS_EXTS = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts")
 
 
-def _python_targets(path: str, text: str) -> Iterable[str]:
-    for line in _PY_IMPORT_LINE.finditer(text):  # cheap pre-filter: only lines that can import
-        yield from _python_line_targets(path, line.group(0))
+def reads_imports(language: str) -> bool:
+    """Whether ``import_candidates`` reads anything for ``language``."""
+    return language == "python" or language in _JS_LANGUAGES
+
+
+def _python_import_lines(data: bytes) -> Iterable[str]:
+    """The lines of ``data`` that can import (``import`` or ``from`` first after blanks, and the word
+    ``import`` on them), found with plain byte search: only those lines are decoded."""
+    find, start = data.find, 0
+    while (at := find(b"import", start)) != -1:
+        begin = data.rfind(b"\n", 0, at) + 1
+        end = find(b"\n", at)
+        end = len(data) if end == -1 else end
+        line = data[begin:end]
+        stripped = line.lstrip(b" \t")
+        if stripped[:6] == b"import" or stripped[:4] == b"from":
+            head = stripped[6:7] if stripped[:6] == b"import" else stripped[4:5]
+            if head in (b" ", b"\t"):
+                yield line.decode("utf-8", errors="replace")
+        start = end + 1
 
 
 def _python_line_targets(path: str, text: str) -> Iterable[str]:
@@ -288,7 +306,26 @@ def _python_line_targets(path: str, text: str) -> Iterable[str]:
                 yield posixpath.join(stem, name)
 
 
-def _python_resolve(stem: str, known: set[str]) -> str | None:
+def _js_specs(text: str) -> Iterable[str]:
+    """What ``_JS_SPEC.finditer`` finds, trying the pattern only where one of its keywords starts."""
+    starts = sorted({at for word in _JS_KEYWORDS for at in _all(text, word)})
+    done = 0
+    for at in starts:
+        if at < done:
+            continue
+        if (match := _JS_SPEC.match(text, at)) is not None:
+            done = match.end()
+            yield match.group(1)
+
+
+def _all(text: str, word: str) -> Iterable[int]:
+    at = text.find(word)
+    while at != -1:
+        yield at
+        at = text.find(word, at + 1)
+
+
+def _python_resolve(stem: str, known: Container[str]) -> str | None:
     candidate = stem.strip("/")
     if not candidate:
         return None
@@ -298,7 +335,7 @@ def _python_resolve(stem: str, known: set[str]) -> str | None:
     return None
 
 
-def _js_resolve(path: str, spec: str, known: set[str]) -> str | None:
+def _js_resolve(path: str, spec: str, known: Container[str]) -> str | None:
     if not spec.startswith("."):
         return None
     base = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec))
@@ -311,17 +348,29 @@ def _js_resolve(path: str, spec: str, known: set[str]) -> str | None:
     return None
 
 
-def import_edges(path: str, language: str, text: str, known: set[str]) -> set[str]:
-    """Repo files that ``path`` imports, read with regular expressions (fast, approximate)."""
-    found: set[str] = set()
+def import_candidates(path: str, language: str, data: bytes) -> list[str]:
+    """What ``path`` names as imports (Python module stems, JavaScript specifiers), unresolved: read once
+    at intake, resolved by ``resolve_imports`` when every file of the repository is known."""
     if language == "python":
-        for stem in _python_targets(path, text):
-            target = _python_resolve(stem, known)
-            if target and target != path:
-                found.add(target)
-    elif language in ("javascript", "typescript", "vue", "svelte"):
-        for match in _JS_SPEC.finditer(text):
-            target = _js_resolve(path, match.group(1), known)
-            if target and target != path:
-                found.add(target)
+        return [stem for line in _python_import_lines(data) for stem in _python_line_targets(path, line)]
+    if language in _JS_LANGUAGES and any(word.encode() in data for word in _JS_KEYWORDS):
+        return list(_js_specs(data.decode("utf-8", errors="replace")))
+    return []
+
+
+def resolve_imports(path: str, language: str, candidates: Iterable[str], known: Container[str]) -> set[str]:
+    """The repository files among ``candidates`` (from ``import_candidates``), other than ``path``."""
+    found: set[str] = set()
+    for name in candidates:
+        target = _python_resolve(name, known) if language == "python" else _js_resolve(path, name, known)
+        if target and target != path:
+            found.add(target)
     return found
+
+
+def import_edges(path: str, language: str, text: str, known: Container[str]) -> set[str]:
+    """Repo files that ``path`` imports, read with plain string search and regular expressions (fast,
+    approximate)."""
+    return resolve_imports(
+        path, language, import_candidates(path, language, text.encode("utf-8", "surrogatepass")), known
+    )

@@ -89,7 +89,10 @@ class Scoper:
         """Why ``path`` is skipped for what its first lines say (unless .gitattributes says otherwise)."""
         if self.marks(path).generated is not None:
             return None
-        head = b"\n".join(data[:2048].lower().splitlines()[:5])
+        head = data[:2048].lower()
+        if b"generated" not in head and b"do not edit" not in head:
+            return None  # no marker anywhere in the first 2 KB, so none in its first lines
+        head = b"\n".join(head.splitlines()[:5])
         if any(marker in head for marker in _GENERATED_MARKERS):
             return "generated (its header says so)"
         return None
