@@ -83,3 +83,27 @@ async def test_the_status_resource_serves_the_same_view_as_the_tool(repo: Path, 
     assert tool is not None
     assert resource["coverage"] == tool["coverage"] and resource["forecast"] == tool["forecast"]
     assert resource["forecast"]["open_run_packets_outstanding"] >= 2
+
+
+def test_the_quota_forecast_before_dispatch_is_the_run_dispatched(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two packets per run: the forecast packs only the head of the queue the next run takes, never all of it.
+    (repo / ".audit-mcp.toml").write_text("max_packets_per_run = 2\nmax_packet_tokens = 12000\n")
+    root = str(repo)
+    cli_json(capsys, "intake", "--root", root)
+    cli_json(capsys, "plan", "--root", root)
+    quota = cli_json(capsys, "quota", "--root", root)
+    status = cli_json(capsys, "status", "--root", root, "--json")
+    total = status["coverage"]["total"]
+    assert quota["schedule"]["pending_cells"] == quota["schedule"]["open_cells"] == total > 0
+    step = cli_json(capsys, "next-step", "--root", root, "--host-can-dispatch-subagents", "true")
+    plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
+    assert len(plan["packets"]) == quota["schedule"]["packets"] == status["forecast"]["next_run_packets"] == 2
+    assert sum(len(p["tasks"]) for p in plan["packets"]) < total
+    assert quota["schedule"]["estimated_tokens"] == sum(p["estimated_tokens"] for p in plan["packets"])
+    assert quota["forecast"]["packets"] == step["forecast"]["packets"]
+    after = cli_json(capsys, "quota", "--root", root)
+    assert after["schedule"]["open_cells"] == total and after["schedule"]["pending_cells"] == total - sum(
+        len(p["tasks"]) for p in plan["packets"]
+    )

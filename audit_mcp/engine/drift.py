@@ -38,9 +38,10 @@ def detect(root: Path, config: SessionConfig, files: Iterable[FileRow]) -> list[
     """The in-scope files whose bytes on disk no longer match the manifest."""
     in_scope = [row for row in files if row.scope == "review"]
     scoper = Scoper(config, repository_attributes(root, [row.path for row in in_scope]))
+    real_root = root.resolve()
     out = []
     for row in in_scope:
-        now = rescan(root, row.path, scoper)
+        now = rescan(real_root, row.path, scoper)
         if now.sha256 != row.sha256 or now.scope != row.scope:
             out.append(Drift(row, now))
     return out

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from audit_mcp.core.models import RequeuedTask
-from audit_mcp.store.records import Cell, CellState, PacketRow, RunRow, Verdict
+from audit_mcp.store.records import Cell, CellState, CellUpdate, PacketRow, RunRow, Verdict
 from audit_mcp.store.tx import Tx
 
 INVALID_RESULTS = "invalid_results"
@@ -31,35 +32,34 @@ def ingest_run(
     failed: Mapping[str, tuple[str, str]],
     max_attempts: int,
     now: str,
+    submissions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> IngestOutcome:
     """Accepted submissions mark their cells; everything else is requeued, or failed past the retry budget.
 
-    ``failed`` gives, for every packet of the run without a submission, its failure kind and the error text.
+    ``failed`` gives, for every packet of the run without a submission, its failure kind and the error text;
+    ``submissions`` the run's accepted submissions by packet id (read here when not given). The run's cells
+    are read in one query and written back in one batch.
     """
     out = IngestOutcome()
     signatures: set[str] = set()
+    cells = tx.run_cells(audit_id, run.run_id)
+    task_ids = tx.run_task_ids(run.run_id)
+    accepted = tx.run_submissions(run.run_id) if submissions is None else submissions
+    updates: list[CellUpdate] = []
+    states: list[tuple[str, str]] = []
     for packet in packets:
-        cells = tx.cells_by_id(audit_id, tx.packet_task_ids(packet.packet_id))
-        submission = tx.submission(packet.packet_id)
+        submission = accepted.get(packet.packet_id)
         if submission is not None:
             out.merged += 1
-            tx.set_packet_state(packet.packet_id, "merged")
-            for result in submission[1]["results"]:
+            states.append((packet.packet_id, "merged"))
+            for result in submission["results"]:
                 cell = cells[result["task_id"]]
                 if result["status"] == "could_not_review":
                     why = f"could not review: {result.get('reason', '')}"
-                    out.requeued.append(_requeue(tx, audit_id, cell, max_attempts, why, now))
+                    out.requeued.append(_requeue(updates, cell, max_attempts, why))
                     continue
                 state = CellState.REVIEWED if result["status"] == "reviewed" else CellState.NOT_APPLICABLE
-                tx.update_cell(
-                    audit_id,
-                    cell.task_id,
-                    state=state,
-                    now=now,
-                    run_id=run.run_id,
-                    packet_id=packet.packet_id,
-                    reason=result.get("reason"),
-                )
+                updates.append(CellUpdate(cell.task_id, state, run.run_id, packet.packet_id, result.get("reason")))
                 out.covered += 1
                 for finding in result["findings"]:
                     tx.insert_finding(audit_id, run.run_id, packet.packet_id, cell.task_id, cell.lens, finding)
@@ -74,26 +74,28 @@ def ingest_run(
         out.kinds[kind] = out.kinds.get(kind, 0) + 1
         signatures.add(f"{kind}: {text[:300]}")
         tx.insert_failure(audit_id, run.run_id, packet.packet_id, kind, text, now)
-        tx.set_packet_state(packet.packet_id, "failed")
+        states.append((packet.packet_id, "failed"))
         if kind == "auth_or_config":
             tx.set_blocker(
                 audit_id,
                 f"a subagent failed with an authentication or configuration error, which a "
                 f"retry cannot fix: {text[:500]}. Fix it, then call next_step with retry_blocked=true.",
             )
-        for cell in cells.values():
+        for task_id in task_ids.get(packet.packet_id, []):
             why = f"{kind}: {text[: _REASON_CHARS.get(kind, 200)]}"
-            out.requeued.append(_requeue(tx, audit_id, cell, max_attempts, why, now))
+            out.requeued.append(_requeue(updates, cells[task_id], max_attempts, why))
+    tx.set_packet_states(states)
+    tx.update_cells(audit_id, updates, now)
     if packets and out.failed == len(packets) and len(signatures) == 1:
         _stop_on_repeat(tx, audit_id, run, signatures.pop())
     return out
 
 
-def _requeue(tx: Tx, audit_id: int, cell: Cell, max_attempts: int, why: str, now: str) -> RequeuedTask:
+def _requeue(updates: list[CellUpdate], cell: Cell, max_attempts: int, why: str) -> RequeuedTask:
     attempts = cell.attempts + 1
     state = CellState.FAILED if attempts >= max_attempts else CellState.PENDING
     reason = why if state is CellState.PENDING else f"gave up after {attempts} attempt(s); last: {why}"
-    tx.update_cell(audit_id, cell.task_id, state=state, now=now, attempts=attempts, reason=reason)
+    updates.append(CellUpdate(cell.task_id, state, None, None, reason, attempts))
     return RequeuedTask(
         task_id=cell.task_id,
         file=cell.path,

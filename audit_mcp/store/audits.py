@@ -122,6 +122,25 @@ class AuditQueries(Queries):
             (r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, r.kind, audit_id, r.path),
         )
 
+    def files_by_path(self, audit_id: int) -> dict[str, FileRow]:
+        """The files of the manifest by path, in no particular order (what packing reads)."""
+        rows = self.conn.execute(
+            "SELECT path, language, size, line_count, sha256, scope, skip_reason, kind FROM files WHERE audit_id = ?",
+            (audit_id,),
+        )
+        return {r[0]: FileRow(*r) for r in rows}
+
+    def run_files(self, audit_id: int, run_id: str) -> list[FileRow]:
+        """The manifest rows of the files a run's packets cover, in path order, in one query."""
+        rows = self.conn.execute(
+            "SELECT f.path, f.language, f.size, f.line_count, f.sha256, f.scope, f.skip_reason, f.kind FROM files f"
+            " WHERE f.audit_id = ? AND f.path IN (SELECT c.path FROM packets p"
+            " JOIN packet_tasks pt ON pt.packet_id = p.packet_id"
+            " JOIN cells c ON c.audit_id = ? AND c.task_id = pt.task_id WHERE p.run_id = ?) ORDER BY f.path",
+            (audit_id, audit_id, run_id),
+        )
+        return [FileRow(*r) for r in rows]
+
     def file_counts(self, audit_id: int) -> dict[str, int]:
         """Files of the manifest by scope (``review`` / ``skipped``)."""
         rows = self.conn.execute("SELECT scope, COUNT(*) FROM files WHERE audit_id = ? GROUP BY scope", (audit_id,))

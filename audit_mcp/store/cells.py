@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
 from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
 from audit_mcp.store.queries import Queries
-from audit_mcp.store.records import Cell, Matrix
+from audit_mcp.store.records import Cell, CellUpdate, Matrix
 
 _CELL_COLUMNS = "task_id, path, start_line, end_line, lens, state, attempts, run_id, packet_id, reason, content_hash"
 
@@ -129,6 +130,17 @@ class CellQueries(Queries):
         finally:
             cursor.close()
 
+    def iter_open_cells(self, audit_id: int) -> Generator[Cell, None, None]:
+        """Pending and assigned cells, unit by unit in path order, read lazily: the two queue-ordered
+        index scans merged (the caller may stop early)."""
+        pending = self.iter_cells(audit_id, "pending")
+        assigned = self.iter_cells(audit_id, "assigned")
+        try:
+            yield from heapq.merge(pending, assigned, key=lambda c: (c.path, c.start_line, c.end_line, c.lens))
+        finally:
+            pending.close()
+            assigned.close()
+
     def cells_by_id(self, audit_id: int, task_ids: Sequence[str]) -> dict[str, Cell]:
         found: dict[str, Cell] = {}
         for i in range(0, len(task_ids), 500):
@@ -157,6 +169,24 @@ class CellQueries(Queries):
             "UPDATE cells SET state = ?, attempts = COALESCE(?, attempts), run_id = ?, packet_id = ?,"
             " reason = ?, updated_at = ? WHERE audit_id = ? AND task_id = ?",
             (state, attempts, run_id, packet_id, reason, now, audit_id, task_id),
+        )
+
+    def run_cells(self, audit_id: int, run_id: str) -> dict[str, Cell]:
+        """The cells of every packet of a run, by task id, in one query."""
+        columns = ", ".join(f"c.{c.strip()}" for c in _CELL_COLUMNS.split(","))
+        rows = self.conn.execute(
+            f"SELECT {columns} FROM packets p JOIN packet_tasks pt ON pt.packet_id = p.packet_id"
+            " JOIN cells c ON c.audit_id = ? AND c.task_id = pt.task_id WHERE p.run_id = ?",
+            (audit_id, run_id),
+        )
+        return {r[0]: Cell(*r) for r in rows}
+
+    def update_cells(self, audit_id: int, updates: Iterable[CellUpdate], now: str) -> None:
+        """``update_cell`` for many cells, in one statement."""
+        self.conn.executemany(
+            "UPDATE cells SET state = ?, attempts = COALESCE(?, attempts), run_id = ?, packet_id = ?,"
+            " reason = ?, updated_at = ? WHERE audit_id = ? AND task_id = ?",
+            [(u.state, u.attempts, u.run_id, u.packet_id, u.reason, now, audit_id, u.task_id) for u in updates],
         )
 
     def cells_for_path(self, audit_id: int, path: str) -> list[Cell]:

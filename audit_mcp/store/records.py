@@ -42,6 +42,18 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class CellUpdate:
+    """A cell's new state, as ``Tx.update_cells`` writes it (``attempts`` None: unchanged)."""
+
+    task_id: str
+    state: str
+    run_id: str | None = None
+    packet_id: str | None = None
+    reason: str | None = None
+    attempts: int | None = None
+
+
+@dataclass(frozen=True)
 class Matrix:
     """The matrix in compact form: review units in order, each with the index of its set of lenses.
 

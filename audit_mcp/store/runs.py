@@ -22,6 +22,14 @@ class RunQueries(Queries):
         rows = self.conn.execute(f"SELECT {columns} FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,))
         return [self._run(r) for r in rows]
 
+    def run_waves(self, audit_id: int) -> dict[str, list[Any]]:
+        """Each run's waves (lists of packet ids), read out of its plan without parsing the whole plan."""
+        # JSON path extraction has no portable SQL spelling; another backend spells this one query its way.
+        rows = self.conn.execute(
+            "SELECT run_id, json_extract(plan, '$.waves') FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,)
+        )
+        return {r[0]: json.loads(r[1]) if r[1] else [] for r in rows}
+
     def run(self, run_id: str, *, plan: bool = True) -> RunRow | None:
         columns = "*" if plan else self._RUN_COLUMNS
         row = self.conn.execute(f"SELECT {columns} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -152,6 +160,22 @@ class RunQueries(Queries):
             found.update(r[0] for r in rows if r[0])
         return sorted(found)
 
+    def run_task_ids(self, run_id: str) -> dict[str, list[str]]:
+        """Every packet of a run with its task ids, in one query."""
+        rows = self.conn.execute(
+            "SELECT pt.packet_id, pt.task_id FROM packets p JOIN packet_tasks pt ON pt.packet_id = p.packet_id"
+            " WHERE p.run_id = ? ORDER BY pt.packet_id, pt.task_id",
+            (run_id,),
+        )
+        out: dict[str, list[str]] = {}
+        for packet_id, task_id in rows:
+            out.setdefault(packet_id, []).append(task_id)
+        return out
+
+    def set_packet_states(self, states: Sequence[tuple[str, str]]) -> None:
+        """(packet id, state) pairs, in one statement."""
+        self.conn.executemany("UPDATE packets SET state = ? WHERE packet_id = ?", [(s, p) for p, s in states])
+
     def packet_task_ids(self, packet_id: str) -> list[str]:
         rows = self.conn.execute("SELECT task_id FROM packet_tasks WHERE packet_id = ? ORDER BY task_id", (packet_id,))
         return [r[0] for r in rows]
@@ -177,6 +201,11 @@ class RunQueries(Queries):
             "SELECT accepted_at, origin, digest FROM submissions WHERE packet_id = ?", (packet_id,)
         ).fetchone()
         return None if row is None else dict(row)
+
+    def run_submissions(self, run_id: str) -> dict[str, dict[str, Any]]:
+        """The accepted submissions of a run by packet id, in one query."""
+        rows = self.conn.execute("SELECT packet_id, payload FROM submissions WHERE run_id = ?", (run_id,))
+        return {r[0]: json.loads(r[1]) for r in rows}
 
     def submitted_packet_ids(self, run_id: str) -> set[str]:
         rows = self.conn.execute("SELECT packet_id FROM submissions WHERE run_id = ?", (run_id,))

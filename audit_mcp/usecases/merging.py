@@ -89,11 +89,12 @@ def merge_and_ingest(
             for p in packets
             if p.packet_id not in submitted
         }
-        outcome = ingest_run(tx, audit.audit_id, run, packets, failed, config.max_attempts, now)
+        accepted = tx.run_submissions(run_id)
+        outcome = ingest_run(tx, audit.audit_id, run, packets, failed, config.max_attempts, now, accepted)
         usage = [
-            (sub[1].get("usage") or {}, p.estimated_tokens)
+            (sub.get("usage") or {}, p.estimated_tokens)
             for p in packets
-            if (sub := tx.submission(p.packet_id)) is not None
+            if (sub := accepted.get(p.packet_id)) is not None
         ]
         taught = run_outcome(
             launched=len(packets),
@@ -193,11 +194,7 @@ def _failure(reported: str | None, refused_file: str | None) -> tuple[str, str]:
 
 
 def _run_files(ws: Workspace, run_id: str) -> list[FileRow]:
-    """The manifest rows of the files a run's packets cover."""
+    """The manifest rows of the files a run's packets cover (one query)."""
     with ws.store.read() as tx:
         run = tx.run(run_id, plan=False)
-        if run is None:
-            return []
-        task_ids = [t for p in tx.packets(run_id) for t in tx.packet_task_ids(p.packet_id)]
-        paths = {c.path for c in tx.cells_by_id(run.audit_id, task_ids).values()}
-        return [f for path in sorted(paths) if (f := tx.file(run.audit_id, path)) is not None]
+        return [] if run is None else tx.run_files(run.audit_id, run_id)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from audit_mcp.core.models import LimitView, QuotaStatus
 from audit_mcp.engine import hosts
+from audit_mcp.engine.batching import head_of_queue
 from audit_mcp.engine.dispatch import TIER_ORDER
-from audit_mcp.engine.packets import pack
+from audit_mcp.engine.lenses import resolve_lenses
+from audit_mcp.engine.packet_prompts import estimate_tokens, packet_prompt_prefix
+from audit_mcp.engine.packets import PacketPlan, pack
 from audit_mcp.scheduling.budget import packet_token_budget
 from audit_mcp.scheduling.limits import ResolvedLimits
 from audit_mcp.scheduling.pacing import iso, schedule_view
 from audit_mcp.scheduling.probe import probe
 from audit_mcp.scheduling.scheduler import PacketLoad, schedule
 from audit_mcp.store.records import CellState
+from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import rates
 from audit_mcp.usecases.workspace import Workspace
 
@@ -25,17 +29,21 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         caps = hosts.resolve({"model": host_model}, remembered, config.host, None)
         failures = tx.failures(audit.audit_id) if audit else []
         cooldown = rates.cooldown(ws, tx, audit.audit_id) if audit else None
-        # The audit's remaining work: cells not yet handed out and cells out in the open run.
-        pending = tx.cells(audit.audit_id, [CellState.PENDING, CellState.ASSIGNED]) if audit else []
-        files = {f.path: f for f in tx.files(audit.audit_id)} if audit else {}
-        edges = tx.edges(audit.audit_id) if audit else []
+        # The audit's remaining work (cells not yet handed out and cells out in the open run), counted in
+        # SQL; only the head of it that the next run can hold is read and packed, as dispatching does.
+        counts = tx.cell_counts(audit.audit_id) if audit else {}
+    open_cells = counts.get(CellState.PENDING, 0) + counts.get(CellState.ASSIGNED, 0)
     limits, learned, key, pacing = rates.pacing(ws, config, caps, provider)
     now = ws.clock()
     probed = probe(limits.provider, limits.model, pacing.probe, now, transport=ws.probe_transport)
     if probed.limits:
         limits = ResolvedLimits(limits.provider, limits.model, {**limits.limits, **probed.limits})
     budget = packet_token_budget(limits, learned, config.max_packet_tokens, caps.max_active_subagents)
-    plans = pack(pending, files, edges, budget=budget, prefix_tokens=6_000) if pending else []
+    plans: list[PacketPlan] = []
+    if audit is not None and open_cells:
+        prefix_tokens = estimate_tokens(packet_prompt_prefix(resolve_lenses(config)))
+        with ws.store.read() as tx:
+            plans = _next_run(tx, audit.audit_id, budget, prefix_tokens, config.max_packets_per_run)
     loads = [PacketLoad(f"P{n:02d}", p.estimated_tokens, TIER_ORDER[p.tier]) for n, p in enumerate(plans, 1)]
     planned = schedule(
         limits,
@@ -87,8 +95,8 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         learned_state_path=str(ws.learned.path),
         host_max_active_subagents=caps.max_active_subagents,
         schedule={
-            "pending_cells": sum(1 for c in pending if c.state == CellState.PENDING),
-            "open_cells": len(pending),
+            "pending_cells": counts.get(CellState.PENDING, 0),
+            "open_cells": open_cells,
             "packets": len(plans),
             "waves": planned.waves,
             "wave_size": planned.wave_size,
@@ -101,3 +109,17 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         forecast=view["forecast"],
         notes=notes,
     )
+
+
+def _next_run(tx: Tx, audit_id: int, budget: int, prefix_tokens: int, max_packets: int) -> list[PacketPlan]:
+    """The packets of the next run over the open cells: the head of the queue, packed as dispatching
+    packs it, never the whole matrix."""
+    files = tx.files_by_path(audit_id)
+    queue = tx.iter_open_cells(audit_id)
+    try:
+        head = head_of_queue(queue, files, packets=max_packets, room=max(1, budget - prefix_tokens))
+    finally:
+        queue.close()
+    paths = {c.path for c in head}
+    edges = [(a, b) for a, b in tx.edges(audit_id) if a in paths or b in paths]
+    return pack(head, files, edges, budget=budget, prefix_tokens=prefix_tokens)[:max_packets]

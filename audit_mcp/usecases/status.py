@@ -34,7 +34,8 @@ def status_view(ws: Workspace) -> StatusView:
             )
         counts = tx.cell_counts(audit.audit_id)
         runs: list[dict[str, Any]] = []
-        for run in tx.runs(audit.audit_id):
+        waves = tx.run_waves(audit.audit_id)
+        for run in tx.runs(audit.audit_id, plan=False):
             packets = tx.packets(run.run_id)
             runs.append(
                 {
@@ -44,7 +45,7 @@ def status_view(ws: Workspace) -> StatusView:
                     "created_at": run.created_at,
                     "packets": len(packets),
                     "submitted": len(tx.submitted_packet_ids(run.run_id)),
-                    "waves": run.plan.get("waves", []),
+                    "waves": waves.get(run.run_id, []),
                 }
             )
         synthesis = synthesize(tx.findings(audit.audit_id))
