@@ -12,8 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-
-import httpx
+from typing import TYPE_CHECKING
 
 from audit_mcp.scheduling.limits import Limit
 from audit_mcp.scheduling.ratelimits import parse_headers
@@ -29,6 +28,9 @@ _CONTEXT_FIELDS = {
     "max_output_tokens": "output_tokens",
 }
 TIMEOUT_SECONDS = 10.0
+
+if TYPE_CHECKING:
+    import httpx
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ def probe(
         if provider == "anthropic"
         else {"authorization": f"Bearer {key}"}
     )
+    import httpx  # only when a probe is made: it is the slowest import of the package
+
     try:
         with httpx.Client(transport=transport, timeout=TIMEOUT_SECONDS) as client:
             response = client.get(url.format(model=model), headers=headers)

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from audit_mcp.core.config import SessionConfig, load_config
 from audit_mcp.core.errors import ConfigError, NotFoundError, PathError
@@ -18,6 +17,9 @@ from audit_mcp.scheduling.learned import LearnedStore
 from audit_mcp.store.records import AuditRow, RunRow
 from audit_mcp.store.sqlite import Store
 from audit_mcp.store.tx import Tx
+
+if TYPE_CHECKING:
+    import httpx  # imported where a probe is made, never at start
 
 ARTIFACTS_DIRNAME = ".audit-mcp"
 
