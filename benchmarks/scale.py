@@ -168,9 +168,10 @@ def generate(root: Path, files: int) -> None:
     _git(root, "commit", "-qm", "generated")
 
 
-def _child(code: str, *args: str) -> dict[str, Any]:
+def _child(code: str, *args: str, checkout: Path = HERE.parent) -> dict[str, Any]:
+    """Run ``code`` in a fresh interpreter that imports audit_mcp from ``checkout``."""
     proc = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False, cwd=HERE.parent
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False, cwd=checkout
     )
     if proc.returncode != 0:
         raise SystemExit(proc.stderr)
@@ -183,10 +184,14 @@ from pathlib import Path
 from audit_mcp.usecases.service import AuditService
 root, artifacts = Path(sys.argv[1]), Path(sys.argv[2])
 config = Path(sys.argv[3]) if len(sys.argv) > 3 else None
-t0 = time.perf_counter()
+def cpu_now():  # this process and the git calls it waited for
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+t0, cpu0 = time.perf_counter(), cpu_now()
 service = AuditService(root, artifacts, config_path=config)
 step = service.next_step({"can_dispatch_subagents": True})
 seconds = time.perf_counter() - t0
+cpu = cpu_now() - cpu0
 plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 timings = {}
@@ -198,7 +203,7 @@ for name, call in (("quota", service.quota), ("status", service.status)):
         runs.append(time.perf_counter() - t1)
     timings[name + "_ms"] = round(1000 * min(runs), 1)
 db = sum(f.stat().st_size for f in artifacts.iterdir() if f.name.startswith("audit.sqlite3"))
-print(json.dumps({"seconds": seconds, "peak_rss_mb": peak, **timings, "db_bytes": db,
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak, **timings, "db_bytes": db,
                   "prompt_bytes": sum(f.stat().st_size for f in artifacts.rglob("*.md")),
                   "step_kind": step.step_kind, "packets": len(plan["packets"]),
                   "tasks": sum(len(p["tasks"]) for p in plan["packets"]),
@@ -246,9 +251,18 @@ print(json.dumps({
 
 
 def _read_all_bytes(root: Path) -> float:
+    return _read_all_bytes_timed(root)[0]
+
+
+def _read_all_bytes_timed(root: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (of git, xargs and cat) of reading every tracked byte."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run("git ls-files -z | xargs -0 cat > /dev/null", shell=True, cwd=root, check=True)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu
 
 
 def _code_bytes(root: Path) -> int:
@@ -282,12 +296,17 @@ def _machine() -> dict[str, str]:
     }
 
 
-def _first_steps(root: Path, base: Path, rounds: int) -> dict[str, Any]:
+def _first_steps(root: Path, base: Path, rounds: int, baseline: Path | None = None) -> dict[str, Any]:
     """``rounds`` interleaved rounds of: read every byte, the first next_step in-process, the same through
-    the CLI; each ratio against the read of its own round."""
+    the CLI, and (with ``baseline``, another checkout) its first next_step in-process; each ratio against
+    the read of its own round."""
     samples: list[dict[str, Any]] = []
     for _ in range(rounds):
-        read = _read_all_bytes(root)
+        before: dict[str, Any] = {}
+        if baseline is not None:
+            shutil.rmtree(base / "artifacts-baseline", ignore_errors=True)
+            before = _child(_FIRST_STEP, str(root), str(base / "artifacts-baseline"), checkout=baseline)
+        read, read_cpu = _read_all_bytes_timed(root)
         shutil.rmtree(base / "artifacts-full", ignore_errors=True)
         step = _child(_FIRST_STEP, str(root), str(base / "artifacts-full"))
         shutil.rmtree(base / "artifacts-cli", ignore_errors=True)
@@ -299,12 +318,29 @@ def _first_steps(root: Path, base: Path, rounds: int) -> dict[str, Any]:
                 "cli_seconds": round(cli, 3),
                 "ratio": round(step["seconds"] / read, 2),
                 "cli_ratio": round(cli / read, 2),
+                # CPU seconds against CPU seconds: what the wall-time ratio is on an idle machine, give or
+                # take the I/O waits, and much steadier while other jobs share the CPUs.
+                "read_cpu_seconds": round(read_cpu, 3),
+                "cpu_ratio": round(step["cpu_seconds"] / read_cpu, 2) if read_cpu else None,
+                **(
+                    {
+                        "baseline_seconds": round(before["seconds"], 3),
+                        "baseline_ratio": round(before["seconds"] / read, 2),
+                        "baseline_cpu_ratio": round(before.get("cpu_seconds", 0) / read_cpu, 2) if read_cpu else None,
+                        "baseline_quota_ms": before["quota_ms"],
+                        "baseline_status_ms": before["status_ms"],
+                        "baseline_peak_rss_mb": round(before["peak_rss_mb"], 1),
+                    }
+                    if before
+                    else {}
+                ),
                 "load_average": os.getloadavg()[0],
             }
         )
     return {
         "ratio_range": [min(s["ratio"] for s in samples), max(s["ratio"] for s in samples)],
         "cli_ratio_range": [min(s["cli_ratio"] for s in samples), max(s["cli_ratio"] for s in samples)],
+        "cpu_ratio_range": [min(s["cpu_ratio"] or 0 for s in samples), max(s["cpu_ratio"] or 0 for s in samples)],
         "rounds": samples,
     }
 
@@ -342,6 +378,9 @@ def main() -> None:
     parser.add_argument("--growth", default="", help="comma-separated sizes for the growth table (2000,50000)")
     parser.add_argument("--packets", type=int, default=500, help="packets of the submit and merge phase")
     parser.add_argument("--keep", type=Path, help="generate the repository here and keep it")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout (with this script's phases) to time side by side, in-process"
+    )
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="audit-mcp-scale-"))
     root = base / "repo"
@@ -353,7 +392,7 @@ def main() -> None:
         generated = time.perf_counter() - t0
         _read_all_bytes(root)  # warm the page cache for both sides alike
         baseline = min(_read_all_bytes(root) for _ in range(3))
-        first = _first_steps(root, base, args.rounds)
+        first = _first_steps(root, base, args.rounds, args.baseline)
         step = first["rounds"][-1]["step"]
         artifacts = str(base / "artifacts-full")
         views = {
