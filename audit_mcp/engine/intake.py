@@ -137,7 +137,8 @@ def _scan_file(root: Path, rel: str, scoper: Scoper, *, imports: bool = True) ->
         return skipped(
             f"oversize: more than max_file_bytes {config.max_file_bytes} (raise it in the config)", len(data)
         )
-    language = detect_language(rel, data[:256])  # a file its name says nothing about may have a shebang
+    if data[:2] == b"#!":  # a file its name says nothing about may have a shebang (nothing else changes)
+        language = detect_language(rel, data[:256])
     kind = scoper.kind(rel, language)
     reason = scoper.by_path(rel, kind)
     sha = hashlib.sha256(data).hexdigest()

@@ -285,11 +285,14 @@ def _python_import_lines(data: bytes) -> Iterable[str]:
         start = end + 1
 
 
-def _python_line_targets(path: str, text: str) -> Iterable[str]:
-    package = posixpath.dirname(path)
-    for match in _PY_IMPORT.finditer(text):
-        for name in match.group(1).split(","):
-            yield name.strip().replace(".", "/")
+def _python_line_targets(package: str, text: str) -> Iterable[str]:
+    """The module stems one import line names; ``package`` is the importing file's directory."""
+    # A line the scan kept starts with its keyword after blanks, so only that keyword's pattern can match.
+    if text.lstrip(" \t").startswith("import"):
+        for match in _PY_IMPORT.finditer(text):
+            for name in match.group(1).split(","):
+                yield name.strip().replace(".", "/")
+        return
     for match in _PY_FROM.finditer(text):
         dots, module, names = match.group(1), match.group(2), match.group(3)
         if dots:
@@ -352,7 +355,8 @@ def import_candidates(path: str, language: str, data: bytes) -> list[str]:
     """What ``path`` names as imports (Python module stems, JavaScript specifiers), unresolved: read once
     at intake, resolved by ``resolve_imports`` when every file of the repository is known."""
     if language == "python":
-        return [stem for line in _python_import_lines(data) for stem in _python_line_targets(path, line)]
+        package = posixpath.dirname(path)
+        return [stem for line in _python_import_lines(data) for stem in _python_line_targets(package, line)]
     if language in _JS_LANGUAGES and any(word.encode() in data for word in _JS_KEYWORDS):
         return list(_js_specs(data.decode("utf-8", errors="replace")))
     return []

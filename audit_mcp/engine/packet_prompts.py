@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from audit_mcp.core.escape import md_code, md_inline
+from audit_mcp.engine.graph import ImportGraph
 from audit_mcp.engine.lenses import Lens
 from audit_mcp.engine.packets import PacketPlan
 from audit_mcp.engine.templates import render
@@ -70,22 +71,16 @@ def _file_table(plan: PacketPlan, files: Mapping[str, FileRow]) -> tuple[str, st
 
 
 def _import_context(plan: PacketPlan, edges: Sequence[tuple[str, str]]) -> str:
-    paths = {u.path for u in plan.units}
-    imports: dict[str, list[str]] = defaultdict(list)
-    imported_by: dict[str, list[str]] = defaultdict(list)
-    for src, dst in edges:
-        if src in paths:
-            imports[src].append(dst)
-        if dst in paths:
-            imported_by[dst].append(src)
+    graph = edges if isinstance(edges, ImportGraph) else ImportGraph(edges)
     lines = []
-    for path in sorted(paths):
-        if imports[path] or imported_by[path]:
+    for path in sorted({u.path for u in plan.units}):
+        imports, imported_by = graph.imports(path), graph.imported_by(path)
+        if imports or imported_by:
             parts = []
-            if imports[path]:
-                parts.append("imports " + ", ".join(md_code(p) for p in imports[path][:12]))
-            if imported_by[path]:
-                parts.append("is imported by " + ", ".join(md_code(p) for p in imported_by[path][:12]))
+            if imports:
+                parts.append("imports " + ", ".join(md_code(p) for p in imports[:12]))
+            if imported_by:
+                parts.append("is imported by " + ", ".join(md_code(p) for p in imported_by[:12]))
             lines.append(f"- {md_code(path)} " + "; ".join(parts))
     return "\n".join(lines) if lines else "No import edges were found for these files."
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from audit_mcp.store.queries import Queries
@@ -122,13 +122,10 @@ class AuditQueries(Queries):
             (r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, r.kind, audit_id, r.path),
         )
 
-    def files_by_path(self, audit_id: int) -> dict[str, FileRow]:
-        """The files of the manifest by path, in no particular order (what packing reads)."""
-        rows = self.conn.execute(
-            "SELECT path, language, size, line_count, sha256, scope, skip_reason, kind FROM files WHERE audit_id = ?",
-            (audit_id,),
-        )
-        return {r[0]: FileRow(*r) for r in rows}
+    def files_in_order(self, audit_id: int) -> FileWindow:
+        """The manifest rows by path, read a page at a time in path order as they are asked for: a reader
+        walking the queue (which is in path order) reads only the files it reaches."""
+        return FileWindow(self.conn, audit_id)
 
     def run_files(self, audit_id: int, run_id: str) -> list[FileRow]:
         """The manifest rows of the files a run's packets cover, in path order, in one query."""
@@ -155,6 +152,58 @@ class AuditQueries(Queries):
             "INSERT INTO edges (audit_id, src, dst) VALUES (?, ?, ?)", [(audit_id, s, d) for s, d in edges]
         )
 
+    def edges_between(self, audit_id: int, paths: Collection[str]) -> list[tuple[str, str]]:
+        """The import edges whose two ends are both among ``paths`` (read over their range of paths)."""
+        if not paths:
+            return []
+        low, high = min(paths), max(paths)
+        rows = self.conn.execute(
+            "SELECT src, dst FROM edges WHERE audit_id = ? AND src >= ? AND src <= ? AND dst >= ? AND dst <= ?"
+            " ORDER BY src, dst",
+            (audit_id, low, high, low, high),
+        )
+        return [(r[0], r[1]) for r in rows if r[0] in paths and r[1] in paths]
+
     def edges(self, audit_id: int) -> list[tuple[str, str]]:
         rows = self.conn.execute("SELECT src, dst FROM edges WHERE audit_id = ? ORDER BY src, dst", (audit_id,))
         return [(r[0], r[1]) for r in rows]
+
+
+class FileWindow(Mapping[str, FileRow]):
+    """Manifest rows looked up by path, fetched forward in pages of path order (``Tx.files_in_order``)."""
+
+    PAGE = 1_000
+    _COLUMNS = "path, language, size, line_count, sha256, scope, skip_reason, kind"
+
+    def __init__(self, conn: sqlite3.Connection, audit_id: int) -> None:
+        self._conn, self._audit_id = conn, audit_id
+        self._rows: dict[str, FileRow] = {}
+        self._last: str | None = None  # the last path of the last page read
+
+    def __getitem__(self, path: str) -> FileRow:
+        if (row := self._rows.get(path)) is not None:
+            return row
+        if self._last is None or path > self._last:
+            page = self._conn.execute(
+                f"SELECT {self._COLUMNS} FROM files WHERE audit_id = ? AND path >= ? ORDER BY path LIMIT ?",
+                (self._audit_id, path, self.PAGE),
+            ).fetchall()
+            for r in page:
+                self._rows[r[0]] = FileRow(*r)
+            if page:
+                self._last = page[-1][0]
+        else:  # behind the window: one lookup
+            found = self._conn.execute(
+                f"SELECT {self._COLUMNS} FROM files WHERE audit_id = ? AND path = ?", (self._audit_id, path)
+            ).fetchone()
+            if found is not None:
+                self._rows[path] = FileRow(*found)
+        if (row := self._rows.get(path)) is None:
+            raise KeyError(path)
+        return row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)

@@ -11,6 +11,7 @@ from audit_mcp.core.fs import DerivedWriter, write_atomic
 from audit_mcp.core.models import HostCapabilities
 from audit_mcp.engine.batching import head_of_queue
 from audit_mcp.engine.dispatch import TIER_ORDER, PacketSpec, dispatch_plan
+from audit_mcp.engine.graph import ImportGraph
 from audit_mcp.engine.lenses import resolve_lenses
 from audit_mcp.engine.packet_prompts import estimate_tokens, packet_prompt_prefix, render_packet_prompt
 from audit_mcp.engine.packets import pack
@@ -43,7 +44,7 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
         if any(r.state == "open" for r in tx.runs(audit.audit_id, plan=False)):
             return  # another caller opened a run while this one decided to: that run is the one to follow
         files = {f.path: f for f in tx.files(audit.audit_id)}
-        edges = tx.edges(audit.audit_id)
+        edges = ImportGraph(tx.edges(audit.audit_id))  # indexed once for every packet's prompt
         judged = {v.lead_id for v in tx.verdicts(audit.audit_id)}
         open_leads = [x for x in tx.leads(audit.audit_id) if x.lead_id not in judged]
         single = not caps.can_dispatch_subagents

@@ -114,12 +114,12 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
 def _next_run(tx: Tx, audit_id: int, budget: int, prefix_tokens: int, max_packets: int) -> list[PacketPlan]:
     """The packets of the next run over the open cells: the head of the queue, packed as dispatching
     packs it, never the whole matrix."""
-    files = tx.files_by_path(audit_id)
+    files = tx.files_in_order(audit_id)
     queue = tx.iter_open_cells(audit_id)
     try:
         head = head_of_queue(queue, files, packets=max_packets, room=max(1, budget - prefix_tokens))
     finally:
         queue.close()
-    paths = {c.path for c in head}
-    edges = [(a, b) for a, b in tx.edges(audit_id) if a in paths or b in paths]
+    # Edges with an end outside the head change nothing in its packing.
+    edges = tx.edges_between(audit_id, {c.path for c in head})
     return pack(head, files, edges, budget=budget, prefix_tokens=prefix_tokens)[:max_packets]
