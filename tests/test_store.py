@@ -61,3 +61,29 @@ def test_the_shipped_migrations_split_into_complete_statements() -> None:
         statements = split_sql(sql)
         assert statements, name
         assert all(sqlite3.complete_statement(s if s.endswith(";") else s + ";") for s in statements), name
+
+
+def test_files_in_order_pages_forward_and_looks_up_behind_and_edges_between_keep_both_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from audit_mcp.store.audits import FileWindow
+    from audit_mcp.store.records import FileRow
+
+    monkeypatch.setattr(FileWindow, "PAGE", 3)
+    store = Store(tmp_path)
+    paths = [f"d/f{n:02d}.py" for n in range(10)]
+    with store.write() as tx:
+        audit = tx.create_audit(
+            now="2026-01-01T00:00:00Z", root="/r", git_head=None, git_dirty=False, digest="x", lenses=[]
+        )
+        tx.insert_files(audit, [FileRow(p, "python", 10, 1, "s", "review", None) for p in paths])
+        tx.insert_edges(audit, [(paths[1], paths[2]), (paths[2], paths[8]), (paths[0], "lib/x.py")])
+    with store.read() as tx:
+        window = tx.files_in_order(audit)
+        assert window[paths[4]].path == paths[4] and len(window) == 3  # one page, from the path asked for
+        assert window[paths[9]].path == paths[9]  # past the page: the next page
+        assert window[paths[0]].path == paths[0]  # behind it: one lookup
+        with pytest.raises(KeyError):
+            window["d/missing.py"]
+        assert tx.edges_between(audit, {paths[1], paths[2], paths[3]}) == [(paths[1], paths[2])]
+        assert tx.edges_between(audit, set()) == []
