@@ -151,3 +151,27 @@ def test_gitattributes_linguist_marks_override_the_heuristics_both_ways(
     assert skipped["notes/howto.py"].startswith("documentation")
     # Unset marks keep what the name, the folder or the header would have skipped.
     assert {"vendor/left-pad.js", "app/schema_pb2.py"} <= reviewed
+
+
+@pytest.mark.parametrize("where", ["subfolder", "info", "above the root"])
+def test_linguist_marks_are_read_wherever_an_attributes_file_is(tmp_path: Path, where: str) -> None:
+    from audit_mcp.core.config import SessionConfig
+    from audit_mcp.engine.intake import build_manifest
+
+    top = tmp_path / "top"
+    root = top / "service" if where == "above the root" else top
+    (root / "gen").mkdir(parents=True)
+    (root / "gen" / "client.py").write_text("def call():\n    return 1\n")
+    (root / "app.py").write_text("print('hi')\n")
+    git(top, "init", "-q")
+    if where == "subfolder":
+        (root / "gen" / ".gitattributes").write_text("client.py linguist-generated\n")
+    elif where == "info":
+        (top / ".git" / "info").mkdir(exist_ok=True)
+        (top / ".git" / "info" / "attributes").write_text("gen/** linguist-generated\n")
+    else:
+        (top / ".gitattributes").write_text("service/gen/** linguist-generated\n")
+    manifest = build_manifest(root, root / ".audit-mcp", SessionConfig())
+    reasons = {f.path: f.skip_reason for f in manifest.files}
+    assert reasons["gen/client.py"] == "generated (linguist-generated in .gitattributes)"
+    assert reasons["app.py"] is None

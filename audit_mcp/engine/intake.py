@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import posixpath
 import re
 import stat
 from collections.abc import Iterator
@@ -85,6 +86,32 @@ def _undecodable(rel: str) -> str | None:
     except UnicodeEncodeError:
         return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return None
+
+
+def _has_attribute_files(git: GitReader, top: Path, root: Path, paths: list[str]) -> bool:
+    """Whether any attributes file can apply to ``paths``: a ``.gitattributes`` in a directory holding one
+    of them or above it (up to the work tree's top), or the repository's ``info/attributes``. Without one,
+    every mark is unspecified and ``git check-attr`` over every path is skipped (the system and global
+    attribute files are off in the hardened environment)."""
+    dirs = {""}
+    for path in paths:
+        folder = posixpath.dirname(path)
+        while folder not in dirs:
+            dirs.add(folder)
+            folder = posixpath.dirname(folder)
+    above = [p for p in root.parents if p == top or top in p.parents]  # between the root and the top
+    if any(
+        os.path.lexists(f"{root}{os.sep}{d}{os.sep}.gitattributes" if d else f"{root}{os.sep}.gitattributes")
+        for d in dirs
+    ):
+        return True
+    if any(os.path.lexists(folder / ".gitattributes") for folder in above):
+        return True
+    proc = git.run("rev-parse", "--git-path", "info/attributes")
+    if proc is None or proc.returncode != 0:
+        return True  # cannot tell: ask git for every path
+    named = proc.stdout.decode("utf-8", errors="surrogateescape").strip()
+    return os.path.lexists(root / named)  # an absolute path stays absolute
 
 
 def repository_attributes(root: Path, paths: list[str]) -> dict[str, Attributes]:
@@ -213,12 +240,14 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
     if art == real_root or real_root in art.parents:
         artifacts_rel = art.relative_to(real_root).as_posix()
     git = GitReader(real_root)
-    is_git = git.work_tree() is not None
+    top = git.work_tree()
+    is_git = top is not None
     paths = _git_paths(git) if is_git else walk_paths(real_root)
     excluded = [p for p in (artifacts_rel, ".git") if p]
     changed = changed_since(git if is_git else None, real_root, config.since) if config.since else None
     listed = list(_filter(paths, config, excluded))
-    scoper = Scoper(config, linguist_attributes(git, listed) if is_git else {})
+    marked = top is not None and _has_attribute_files(git, top, real_root, listed)
+    scoper = Scoper(config, linguist_attributes(git, listed) if marked else {})
     # git's view of HEAD and dirtiness is read on a thread while this one reads the files.
     with ThreadPoolExecutor(1) as pool:
         snapshot = pool.submit(_git_snapshot, git, artifacts_rel) if is_git else None
