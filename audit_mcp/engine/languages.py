@@ -285,28 +285,32 @@ def _python_import_lines(data: bytes) -> Iterable[str]:
         start = end + 1
 
 
-def _python_line_targets(package: str, text: str) -> Iterable[str]:
+def _python_line_targets(package: str, text: str) -> list[str]:
     """The module stems one import line names; ``package`` is the importing file's directory."""
-    # A line the scan kept starts with its keyword after blanks, so only that keyword's pattern can match.
+    # A line the scan kept starts with its keyword after blanks, so only that keyword's pattern can match,
+    # and only at its start (the line holds no newline for ``^`` to match after).
     if text.lstrip(" \t").startswith("import"):
-        for match in _PY_IMPORT.finditer(text):
-            for name in match.group(1).split(","):
-                yield name.strip().replace(".", "/")
-        return
-    for match in _PY_FROM.finditer(text):
-        dots, module, names = match.group(1), match.group(2), match.group(3)
-        if dots:
-            base = package
-            for _ in range(len(dots) - 1):
-                base = posixpath.dirname(base)
-            stem = posixpath.join(base, module.replace(".", "/")) if module else base
-        else:
-            stem = module.replace(".", "/")
-        yield stem
-        for name in names.replace("(", " ").replace(")", " ").split(","):
-            name = name.strip().split(" ")[0]
-            if name and name != "*":
-                yield posixpath.join(stem, name)
+        found = _PY_IMPORT.match(text)
+        return [] if found is None else [name.strip().replace(".", "/") for name in found.group(1).split(",")]
+    match = _PY_FROM.match(text)
+    if match is None:
+        return []
+    dots, module, names = match.group(1), match.group(2), match.group(3)
+    if dots:
+        base = package
+        for _ in range(len(dots) - 1):
+            base = posixpath.dirname(base)
+        stem = posixpath.join(base, module.replace(".", "/")) if module else base
+    else:
+        stem = module.replace(".", "/")
+    # posixpath.join(stem, name) for a name without a slash, spelled out: this runs on every import line.
+    prefix = stem + "/" if stem and stem[-1] != "/" else stem
+    out = [stem]
+    for name in names.replace("(", " ").replace(")", " ").split(","):
+        name = name.strip().split(" ")[0]
+        if name and name != "*":
+            out.append(prefix + name)
+    return out
 
 
 def _js_specs(text: str) -> Iterable[str]:
