@@ -87,3 +87,5 @@ def test_files_in_order_pages_forward_and_looks_up_behind_and_edges_between_keep
             window["d/missing.py"]
         assert tx.edges_between(audit, {paths[1], paths[2], paths[3]}) == [(paths[1], paths[2])]
         assert tx.edges_between(audit, set()) == []
+        assert tx.edges_touching(audit, {paths[2]}) == [(paths[1], paths[2]), (paths[2], paths[8])]
+        assert tx.edges_touching(audit, {paths[0]}) == [(paths[0], "lib/x.py")]

@@ -164,6 +164,18 @@ class AuditQueries(Queries):
         )
         return [(r[0], r[1]) for r in rows if r[0] in paths and r[1] in paths]
 
+    def edges_touching(self, audit_id: int, paths: Collection[str]) -> list[tuple[str, str]]:
+        """The import edges with at least one end among ``paths``, in ``edges`` order."""
+        if not paths:
+            return []
+        low, high = min(paths), max(paths)
+        rows = self.conn.execute(
+            "SELECT src, dst FROM edges WHERE audit_id = ? AND ((src >= ? AND src <= ?) OR (dst >= ? AND dst <= ?))"
+            " ORDER BY src, dst",
+            (audit_id, low, high, low, high),
+        )
+        return [(r[0], r[1]) for r in rows if r[0] in paths or r[1] in paths]
+
     def edges(self, audit_id: int) -> list[tuple[str, str]]:
         rows = self.conn.execute("SELECT src, dst FROM edges WHERE audit_id = ? ORDER BY src, dst", (audit_id,))
         return [(r[0], r[1]) for r in rows]

@@ -43,8 +43,7 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
         audit = ws.require_audit(tx)
         if any(r.state == "open" for r in tx.runs(audit.audit_id, plan=False)):
             return  # another caller opened a run while this one decided to: that run is the one to follow
-        files = {f.path: f for f in tx.files(audit.audit_id)}
-        edges = ImportGraph(tx.edges(audit.audit_id))  # indexed once for every packet's prompt
+        files = tx.files_in_order(audit.audit_id)  # only the files the head of the queue reaches are read
         judged = {v.lead_id for v in tx.verdicts(audit.audit_id)}
         open_leads = [x for x in tx.leads(audit.audit_id) if x.lead_id not in judged]
         single = not caps.can_dispatch_subagents
@@ -54,6 +53,9 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
             queue, files, packets=1 if single else config.max_packets_per_run, room=max(1, budget - prefix_tokens)
         )
         queue.close()
+        # The edges with an end in the head: all that packing and the prompts' import context read,
+        # indexed once for every packet's prompt.
+        edges = ImportGraph(tx.edges_touching(audit.audit_id, {c.path for c in pending}))
         plans = pack(pending, files, edges, budget=budget, prefix_tokens=prefix_tokens)
         # A run stays small enough for the host to read its step; the rest waits for the next run.
         plans = plans[:1] if single else plans[: config.max_packets_per_run]
