@@ -116,8 +116,12 @@ def _has_attribute_files(git: GitReader, top: Path, root: Path, paths: list[str]
 
 def repository_attributes(root: Path, paths: list[str]) -> dict[str, Attributes]:
     """``linguist_attributes`` for a root that may or may not be a git work tree."""
-    git = GitReader(root.resolve())
-    return linguist_attributes(git, paths) if paths and git.work_tree() is not None else {}
+    real_root = root.resolve()
+    git = GitReader(real_root)
+    top = git.work_tree() if paths else None
+    if top is None or not _has_attribute_files(git, top, real_root, paths):
+        return {}
+    return linguist_attributes(git, paths)
 
 
 def _scan_file(root: Path, rel: str, scoper: Scoper, *, imports: bool = True) -> tuple[FileRow, list[str] | None]:
