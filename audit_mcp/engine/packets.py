@@ -102,6 +102,7 @@ def pack(
     for src, dst in edges:
         neighbours[src].add(dst)
         neighbours[dst].add(src)
+    folders = [posixpath.dirname(u.path) for u in units]  # read at every step of the scan below
     assigned = [False] * len(units)
     plans: list[PacketPlan] = []
     cursor = 0
@@ -118,12 +119,12 @@ def pack(
         while builder.frontier:
             for i in by_path.get(builder.frontier.popleft(), []):
                 builder.offer(i)
-        seed_dir = posixpath.dirname(units[cursor].path)
+        seed_dir = folders[cursor]
         scan, misses = cursor + 1, 0
         while scan < len(units) and misses < 64:
             if not assigned[scan]:
                 # After a few misses, any directory will do: a full packet beats a tidy one.
-                same_dir = posixpath.dirname(units[scan].path) == seed_dir
+                same_dir = folders[scan] == seed_dir
                 if not ((same_dir or misses >= 8) and builder.offer(scan)):
                     misses += 1
             scan += 1
