@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 import sqlite3
 from collections.abc import Generator, Iterable, Sequence
 from typing import Any
@@ -129,17 +128,6 @@ class CellQueries(Queries):
                 yield from (Cell(*r) for r in rows)
         finally:
             cursor.close()
-
-    def iter_open_cells(self, audit_id: int) -> Generator[Cell, None, None]:
-        """Pending and assigned cells, unit by unit in path order, read lazily: the two queue-ordered
-        index scans merged (the caller may stop early)."""
-        pending = self.iter_cells(audit_id, "pending")
-        assigned = self.iter_cells(audit_id, "assigned")
-        try:
-            yield from heapq.merge(pending, assigned, key=lambda c: (c.path, c.start_line, c.end_line, c.lens))
-        finally:
-            pending.close()
-            assigned.close()
 
     def cells_by_id(self, audit_id: int, task_ids: Sequence[str]) -> dict[str, Cell]:
         found: dict[str, Cell] = {}

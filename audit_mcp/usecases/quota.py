@@ -14,7 +14,7 @@ from audit_mcp.scheduling.limits import ResolvedLimits
 from audit_mcp.scheduling.pacing import iso, schedule_view
 from audit_mcp.scheduling.probe import probe
 from audit_mcp.scheduling.scheduler import PacketLoad, schedule
-from audit_mcp.store.records import CellState
+from audit_mcp.store.records import CellState, PacketRow
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import rates
 from audit_mcp.usecases.workspace import Workspace
@@ -29,9 +29,10 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         caps = hosts.resolve({"model": host_model}, remembered, config.host, None)
         failures = tx.failures(audit.audit_id) if audit else []
         cooldown = rates.cooldown(ws, tx, audit.audit_id) if audit else None
-        # The audit's remaining work (cells not yet handed out and cells out in the open run), counted in
-        # SQL; only the head of it that the next run can hold is read and packed, as dispatching does.
+        # The audit's remaining work, counted in SQL: the packets out in the open run (as they were packed)
+        # and the head of the pending queue the next run takes, packed as dispatching packs it.
         counts = tx.cell_counts(audit.audit_id) if audit else {}
+        out = _outstanding(tx, audit.audit_id) if audit else []
     open_cells = counts.get(CellState.PENDING, 0) + counts.get(CellState.ASSIGNED, 0)
     limits, learned, key, pacing = rates.pacing(ws, config, caps, provider)
     now = ws.clock()
@@ -40,11 +41,12 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         limits = ResolvedLimits(limits.provider, limits.model, {**limits.limits, **probed.limits})
     budget = packet_token_budget(limits, learned, config.max_packet_tokens, caps.max_active_subagents)
     plans: list[PacketPlan] = []
-    if audit is not None and open_cells:
+    if audit is not None and counts.get(CellState.PENDING, 0):
         prefix_tokens = estimate_tokens(packet_prompt_prefix(resolve_lenses(config)))
         with ws.store.read() as tx:
             plans = _next_run(tx, audit.audit_id, budget, prefix_tokens, config.max_packets_per_run)
-    loads = [PacketLoad(f"P{n:02d}", p.estimated_tokens, TIER_ORDER[p.tier]) for n, p in enumerate(plans, 1)]
+    loads = [PacketLoad(p.packet_id, p.estimated_tokens, TIER_ORDER[p.model_tier]) for p in out]
+    loads += [PacketLoad(f"P{n:02d}", p.estimated_tokens, TIER_ORDER[p.tier]) for n, p in enumerate(plans, 1)]
     planned = schedule(
         limits,
         learned,
@@ -97,11 +99,11 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         schedule={
             "pending_cells": counts.get(CellState.PENDING, 0),
             "open_cells": open_cells,
-            "packets": len(plans),
+            "packets": len(loads),
             "waves": planned.waves,
             "wave_size": planned.wave_size,
             "cooldown_until": cooldown,
-            "estimated_tokens": sum(p.estimated_tokens for p in plans),
+            "estimated_tokens": sum(load.estimated_tokens for load in loads),
             "estimated_wave_tokens": planned.estimated_wave_tokens,
             "launch_order": planned.order[:50],
             **{k: v for k, v in view.items() if k != "forecast"},
@@ -111,11 +113,20 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
     )
 
 
+def _outstanding(tx: Tx, audit_id: int) -> list[PacketRow]:
+    """The packets of the open run not submitted yet."""
+    run = next((r for r in tx.runs(audit_id, plan=False) if r.state == "open"), None)
+    if run is None:
+        return []
+    submitted = tx.submitted_packet_ids(run.run_id)
+    return [p for p in tx.packets(run.run_id) if p.packet_id not in submitted]
+
+
 def _next_run(tx: Tx, audit_id: int, budget: int, prefix_tokens: int, max_packets: int) -> list[PacketPlan]:
-    """The packets of the next run over the open cells: the head of the queue, packed as dispatching
-    packs it, never the whole matrix."""
+    """The packets of the next run: the head of the pending queue, packed as dispatching packs it, never
+    the whole matrix."""
     files = tx.files_in_order(audit_id)
-    queue = tx.iter_open_cells(audit_id)
+    queue = tx.iter_cells(audit_id, CellState.PENDING)
     try:
         head = head_of_queue(queue, files, packets=max_packets, room=max(1, budget - prefix_tokens))
     finally:
