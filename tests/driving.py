@@ -12,7 +12,7 @@ import pytest
 
 from audit_mcp.core.models import Step
 from audit_mcp.surfaces.cli import main
-from audit_mcp.usecases.dispatching import run_tag
+from audit_mcp.usecases.forecasting import run_tag
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 

@@ -145,6 +145,12 @@ class StatusView(BaseModel):
     findings_by_severity: dict[str, int]
     runs: list[dict[str, object]]
     skipped_files: int
+    skipped: list[dict[str, object]] = Field(
+        default_factory=list,
+        description="Files skipped at intake, each with its kind and the reason (at most 50; skipped_files "
+        "counts all, skipped_by_reason groups them, the report names every one).",
+    )
+    skipped_by_reason: dict[str, int] = Field(default_factory=dict)
     blocker: str | None
     abandoned: str | None = Field(default=None, description="When and why the audit was abandoned, if it was.")
     ledger: list[dict[str, object]]

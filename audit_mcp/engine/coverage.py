@@ -83,7 +83,10 @@ def build_cells(files: Sequence[FileRow], config: SessionConfig) -> list[Cell]:
 
 def completeness(counts: Mapping[str, int]) -> str:
     """``complete`` when every cell is reviewed or not applicable; ``partial`` when the audit
-    ended with gaps; ``unknown`` while cells are still open."""
+    ended with gaps, or with no cell at all (it reviewed nothing, so it proves nothing); ``unknown``
+    while cells are still open."""
+    if not any(counts.values()):
+        return "partial"
     if any(counts.get(s, 0) for s in OPEN_STATES):
         return "unknown"
     if any(counts.get(s, 0) for s in (CellState.FAILED, CellState.SKIPPED)):

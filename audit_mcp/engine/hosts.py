@@ -81,7 +81,13 @@ def resolve(
 
 
 def remember(arguments: Mapping[str, Any], remembered: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge this call's explicit answers into what earlier calls said."""
+    """Merge this call's explicit answers (and the client that gave them) into what earlier calls said."""
     merged = dict(remembered)
-    merged.update({k: v for k, v in arguments.items() if k in _FIELDS and v is not None})
+    merged.update({k: v for k, v in arguments.items() if k in (*_FIELDS, "client_name") and v is not None})
     return merged
+
+
+def remembered_client(remembered: Mapping[str, Any]) -> str | None:
+    """The client of the latest next_step, whose profile and dispatch mode the next run is planned for."""
+    name = remembered.get("client_name")
+    return name if isinstance(name, str) else None

@@ -86,16 +86,19 @@ def _import_context(plan: PacketPlan, edges: Sequence[tuple[str, str]]) -> str:
 
 
 def _skeleton(cells: Sequence[Cell]) -> str:
-    items = [
-        {
-            "task_id": c.task_id,
-            "status": "reviewed",
-            "summary": "<what you examined, and why it is clear or not>",
-            "findings": [],
-        }
-        for c in cells[:3]
+    """The answer to fill in: one result per task of the packet, every one of them, a line each."""
+    rows = [
+        json.dumps(
+            {
+                "task_id": c.task_id,
+                "status": "reviewed",
+                "summary": f"<what you examined in {c.path} under {c.lens}, and why it is clear or not>",
+                "findings": [],
+            }
+        )
+        for c in cells
     ]
-    return json.dumps(items, indent=2)
+    return "[\n  " + ",\n  ".join(rows) + "\n]"
 
 
 def _previous(cells: Sequence[Cell], requested: Mapping[str, Sequence[str]]) -> str:
@@ -142,17 +145,18 @@ def render_packet_prompt(
     edges: Sequence[tuple[str, str]],
     root: Path,
     artifacts_dir: Path,
+    results_path: Path,
+    command: Sequence[str] = ("audit-mcp",),
     leads: Sequence[Lead] = (),
     requested: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
+    """A packet's whole prompt. ``command`` runs audit-mcp (by absolute path: the reviewer's shell may not
+    have it on its PATH); the shell fallback writes to ``results_path``, whose folder dispatch creates."""
     cells = plan.cells
     file_table, chunk_notes = _file_table(plan, files)
-    results_path = artifacts_dir / "runs" / run_id / "results" / f"{packet_id}.json"
-    cli = (
-        f"audit-mcp submit-packet --root {shlex.quote(str(root))} --artifacts-dir "
-        f"{shlex.quote(str(artifacts_dir))} --run-id {run_id} --packet-id {packet_id} "
-        f"--results {shlex.quote(str(results_path))}"
-    )
+    arguments = [*("submit-packet", "--root", str(root), "--artifacts-dir", str(artifacts_dir))]
+    arguments += ["--run-id", run_id, "--packet-id", packet_id, "--results", str(results_path)]
+    cli = " ".join(shlex.quote(part) for part in (*command, *arguments))
     assignment = render(
         "packet/assignment.md",
         run_id=run_id,

@@ -35,11 +35,18 @@ class StepContext:
     submitted: list[str] = field(default_factory=list)
     waves: list[int] = field(default_factory=list)  # the outstanding packets' waves, as the scheduler cut them
     report_path: Path | None = None
+    command: tuple[str, ...] = ("audit-mcp",)  # runs this installation (by absolute path, see core.executable)
+    forecast: dict[str, Any] | None = None  # the next run, before it is dispatched (usecases.forecasting)
+
+
+# The step prompt lists the first waves' packets inline up to about this many characters (~8k tokens);
+# the rest are read wave by wave from the plan's pages.
+INLINE_WAVES_CHARS = 24_000
 
 
 def _cli(ctx: StepContext, verb: str, *args: str) -> str:
-    base = f"audit-mcp {verb} --root {shlex.quote(str(ctx.root))} --artifacts-dir {shlex.quote(str(ctx.artifacts_dir))}"
-    return " ".join([base, *args])
+    base = [*ctx.command, verb, "--root", str(ctx.root), "--artifacts-dir", str(ctx.artifacts_dir)]
+    return " ".join([*(shlex.quote(part) for part in base), *args])
 
 
 def _coverage_line(ctx: StepContext) -> str:
@@ -64,21 +71,66 @@ def _launch_offsets(outstanding: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _waves_table(ctx: StepContext, waves: list[int], offsets: dict[str, float]) -> str:
-    lines = []
-    position = 0
+    """The outstanding packets wave by wave; past ``INLINE_WAVES_CHARS``, where to read the other waves."""
+    assert ctx.run_id is not None
+    lines: list[str] = []
+    used = position = 0
     for number, size in enumerate(waves, 1):
         chunk = ctx.outstanding[position : position + size]
         position += size
         paced = any(p["packet_id"] in offsets for p in chunk)
-        lines.append(f"**Wave {number}** ({len(chunk)} subagent(s){', paced' if paced else ' at once'}):")
+        block = [f"**Wave {number}** ({len(chunk)} subagent(s){', paced' if paced else ' at once'}):"]
         for p in chunk:
             start = f"**start at +{offsets[p['packet_id']]:g}s**, " if p["packet_id"] in offsets else ""
-            lines.append(
+            block.append(
                 f"- `{p['packet_id']}`: {start}model tier **{p['model_hint']['tier']}**, "
                 f"~{p['estimated_tokens']:,} tokens, {len(p['tasks'])} task(s). Prompt file: `{p['prompt_path']}`"
             )
-        lines.append("")
+        size_of = sum(len(line) + 1 for line in block)
+        if number > 1 and used + size_of > INLINE_WAVES_CHARS:
+            rest = len(waves) - number + 1
+            lines.append(
+                f"**Waves {number} to {len(waves)}** ({rest} more wave(s), {len(ctx.outstanding) - position + size} "
+                f"packet(s)) are not listed here, to keep this prompt short. Before each of them, read its "
+                f"launch list: the resource `{_wave_uri(ctx.run_id, number)}` (and so on up to wave {len(waves)}), "
+                f"or the file `{ctx.artifacts_dir / 'runs' / ctx.run_id / 'waves' / f'wave-{number:02d}.json'}` "
+                "(one file per wave, numbered alike). Each lists the wave's packets in launch order, with the "
+                "same prompt file, tier and start offset as above; its `next_wave_uri` names the wave after it."
+            )
+            break
+        lines += [*block, ""]
+        used += size_of
     return "\n".join(lines).rstrip()
+
+
+def _forecast_line(forecast: dict[str, Any] | None) -> str:
+    """The next run as dispatch will plan it, for a host deciding how to answer."""
+    if not forecast or not forecast.get("packets"):
+        return "Nothing is left to review."
+    later = forecast.get("cells_for_later_runs") or 0
+    return (
+        f"If you can launch subagents, the next run is {forecast['packets']} packet(s) in {forecast['waves']} "
+        f"wave(s) of at most {forecast['wave_size']}, ~{forecast['estimated_input_tokens']:,} input tokens, "
+        f"{forecast['time_range']}"
+        + (f"; {later} more cell(s) wait for later runs." if later else ".")
+        + " (Planned for the answers known so far; a different number of subagents changes the waves.)"
+    )
+
+
+def _wave_uri(run_id: str, wave: int) -> str:
+    return f"audit://runs/{run_id}/dispatch-plan/waves/{wave}"
+
+
+def _plan_reading(ctx: StepContext) -> str:
+    """How to read the whole plan without one oversize read."""
+    assert ctx.run_id is not None
+    return (
+        f"The whole plan (packets, tasks, token estimates) is the file `{ctx.plan_path}` (for scripts: it can "
+        f"be large). Hosts read it as the resource `audit://runs/{ctx.run_id}/dispatch-plan`, in pages that "
+        "each stay under ~20k tokens: every page has the summary and a slice of the packets in launch order, "
+        "and its `page.next_uri` (a `?cursor=N` form of the same URI) is the next page, null on the last. "
+        f"Or read it wave by wave: `{_wave_uri(ctx.run_id, 1)}` and up, one launch list per wave."
+    )
 
 
 def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
@@ -150,8 +202,7 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     prompt = render(
         "steps/dispatch_review.md",
         run_id=ctx.run_id,
-        plan_path=str(ctx.plan_path),
-        plan_uri=f"audit://runs/{ctx.run_id}/dispatch-plan",
+        plan_reading=_plan_reading(ctx),
         outstanding=str(len(ctx.outstanding)),
         wave_count=str(len(waves)),
         wave_size=str(waves[0] if waves else 0),
@@ -223,7 +274,13 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
         answer_cli = _cli(
             ctx, "next-step", "--host-can-dispatch-subagents", "true|false", "--host-max-active-subagents", "N"
         )
-        prompt = render("steps/capability_check.md", answer_cli=answer_cli, coverage_line=_coverage_line(ctx))
+        prompt = render(
+            "steps/capability_check.md",
+            answer_cli=answer_cli,
+            coverage_line=_coverage_line(ctx),
+            forecast_line=_forecast_line(ctx.forecast),
+        )
+        extra = {"forecast": ctx.forecast}
         actions = [
             "next_step(host_can_dispatch_subagents=true|false, host_max_active_subagents=N, "
             "host_can_restrict_subagent_tools=true|false, host_can_select_subagent_model=true|false, "

@@ -37,6 +37,10 @@ class ReportInput:
     leads: Sequence[Mapping[str, Any]] = ()
     # The current bytes of the files findings name, for SARIF's columns and line hashes (absent: unknown).
     sources: Mapping[str, bytes] = field(default_factory=dict)
+    provisional: bool = False  # the audit has not finished: the report changes as reviews arrive
+    completeness_reason: str | None = None  # why it is not complete when that is not a gap (nothing in scope)
+    blocker: str | None = None
+    scripted_reviewers: Sequence[str] = ()  # labels of programs, not models, that answered the packets
 
 
 def _at(path: str, start: int, end: int | None = None) -> str:
@@ -55,6 +59,7 @@ def render_markdown(r: ReportInput) -> str:
         f"{r.totals.get('reviewed', 0)} reviewed, {r.totals.get('not_applicable', 0)} not applicable, "
         f"{r.totals.get('failed', 0)} failed, {r.totals.get('skipped', 0)} skipped; {r.runs} review run(s)."
     )
+    out += [f"\n{line}" for line in honesty_notes(r)]
     head = r.git_head[:12] if r.git_head else "no git HEAD"
     out.append(
         f"Snapshot: {head}{' (working tree dirty)' if r.git_dirty else ''}, manifest "
@@ -81,7 +86,7 @@ def render_markdown(r: ReportInput) -> str:
     if s.blocks:
         out += ["Units of change in the suggested order, most severe first; each names the findings it settles.", ""]
     if not s.blocks:
-        out.append("No findings, so nothing to fix.")
+        out.append(_nothing_found(r))
     for b in s.blocks:
         out.append(f"### {b.block_id}. [{b.severity.upper()}] {md_inline(b.title)}")
         out.append(f"Effort: {b.effort}. Files: {', '.join(md_code(f) for f in b.files)}.")
@@ -93,7 +98,7 @@ def render_markdown(r: ReportInput) -> str:
 
     out += ["## Findings", ""]
     if not s.findings:
-        out.append("No findings were reported.")
+        out.append("No findings were reported so far." if r.provisional else "No findings were reported.")
     for f in s.findings:
         out.append(f"### {f.finding_id} [{f.severity}] {md_inline(f.title)}")
         meta = (
@@ -141,7 +146,13 @@ def render_markdown(r: ReportInput) -> str:
         out.append(f"| {lens} | " + " | ".join(str(row.get(s.value, 0)) for s in CellState) + " |")
     out += ["", "### Gaps", ""]
     if not r.gap_cells and not r.skipped_files:
-        out.append("None: every file in scope was reviewed under every lens.")
+        out.append(
+            "None: every file in scope was reviewed under every lens."
+            if r.completeness == "complete"
+            else "None so far."
+            if r.provisional
+            else "None listed; see the completeness note above."
+        )
     for gap in r.gap_cells:
         out.append(
             f"- {gap.state}: {md_code(gap.path)} lines {gap.start_line}-{gap.end_line}, lens {gap.lens}"
@@ -150,6 +161,38 @@ def render_markdown(r: ReportInput) -> str:
     for fr in r.skipped_files:
         out.append(f"- skipped file: {md_code(fr.path)}: {md_inline(fr.skip_reason or '')}")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _reviewed_line(r: ReportInput) -> str:
+    open_cells = r.totals.get("pending", 0) + r.totals.get("assigned", 0)
+    return f"{r.totals.get('reviewed', 0)} of {r.totals.get('total', 0)} cells reviewed, {open_cells} still open"
+
+
+def honesty_notes(r: ReportInput) -> list[str]:
+    """What the reader must know before trusting the rest: scripted reviews, a provisional state, an empty scope."""
+    notes = []
+    if r.scripted_reviewers:
+        notes.append(
+            f"> **Reviews: scripted.** Every packet was answered by a {'; '.join(r.scripted_reviewers)}. The "
+            "findings show how the audit runs, not what any model found in this code."
+        )
+    if r.provisional:
+        state = f"blocked ({r.blocker})" if r.blocker else "still running"
+        notes.append(
+            f"> **Provisional:** the audit is {state}: {_reviewed_line(r)}. Findings and gaps change as reviews "
+            "arrive; the final report is written when every cell has an outcome."
+        )
+    if r.completeness_reason:
+        notes.append(f"> {r.completeness_reason}")
+    return notes
+
+
+def _nothing_found(r: ReportInput) -> str:
+    if r.provisional:
+        return f"No findings so far ({_reviewed_line(r)})."
+    if r.completeness == "complete":
+        return "No findings, so nothing to fix."
+    return "No findings in what was reviewed; the gaps below were not reviewed."
 
 
 def _comparison_section(c: Comparison) -> list[str]:
@@ -223,6 +266,9 @@ def render_json(r: ReportInput) -> dict[str, Any]:
             "changed_since_snapshot": list(r.changed_since_snapshot),
         },
         "completeness": r.completeness,
+        "completeness_reason": r.completeness_reason,
+        "provisional": r.provisional,
+        "reviews": {"scripted": bool(r.scripted_reviewers), "by": list(r.scripted_reviewers)},
         "summary": {"findings_by_severity": s.by_severity(), "work_blocks": len(s.blocks)},
         "work_blocks": [b.as_json() for b in s.blocks],
         "findings": [

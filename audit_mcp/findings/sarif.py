@@ -24,7 +24,7 @@ from audit_mcp.core.version import __version__
 from audit_mcp.findings.comparison import SARIF_BASELINE
 from audit_mcp.findings.line_hash import line_hashes
 from audit_mcp.findings.regions import evidence_columns, file_lines
-from audit_mcp.findings.report import ReportInput, confirmed_leads
+from audit_mcp.findings.report import ReportInput, confirmed_leads, honesty_notes
 from audit_mcp.findings.synthesis import Finding
 
 SARIF_VERSION = "2.1.0"
@@ -186,7 +186,15 @@ def _result(
 
 
 def _notifications(r: ReportInput) -> list[dict[str, Any]]:
-    notes = []
+    # First what the reader must know before trusting any result: scripted reviews, a provisional report.
+    notes: list[dict[str, Any]] = [
+        {
+            "level": "warning",
+            "message": {"text": note.removeprefix("> ").replace("**", "")},
+            "descriptor": {"id": "audit/honesty"},
+        }
+        for note in honesty_notes(r)
+    ]
     for c in r.gap_cells:
         notes.append(
             {
@@ -261,6 +269,9 @@ def render_sarif(r: ReportInput) -> dict[str, Any]:
             "gitHead": r.git_head,
             "gitDirty": r.git_dirty,
             "manifestDigest": r.manifest_digest,
+            "provisional": r.provisional,
+            "completenessReason": r.completeness_reason,
+            "reviews": {"scripted": bool(r.scripted_reviewers), "by": list(r.scripted_reviewers)},
         },
     }
     if len(r.synthesis.findings) > MAX_RESULTS:

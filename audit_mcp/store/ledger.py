@@ -22,3 +22,10 @@ class LedgerQueries(Queries):
             (audit_id, limit),
         )
         return [dict(r) for r in rows]
+
+    def ledger_details(self, audit_id: int, action: str) -> list[str]:
+        """The details of every entry of ``action`` for the audit, oldest first."""
+        rows = self.conn.execute(
+            "SELECT detail FROM ledger WHERE audit_id = ? AND action = ? ORDER BY entry_id", (audit_id, action)
+        )
+        return [r[0] for r in rows]

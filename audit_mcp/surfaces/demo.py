@@ -116,6 +116,7 @@ def run_demo(into: Path | None, say: Say, *, max_runs: int = 10) -> DemoResult:
     say(f"learned rate-limit state: {service.learned.path} (the demo's own; yours is left alone)")
     reviewer = AnswerKeyReviewer(answer_key())
     step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 4}, client_name="audit-mcp-demo")
+    service.declare_scripted_reviewer(REVIEWER_LABEL)
     runs = packets = 0
     while step.step_kind == "dispatch_review" and runs < max_runs:
         plan = json.loads(service.plan_path(step.run_id or "").read_text(encoding="utf-8"))

@@ -16,7 +16,7 @@ import anyio.from_thread
 import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ToolAnnotations
 
@@ -24,6 +24,7 @@ from audit_mcp.core.errors import AuditError, NotFoundError
 from audit_mcp.core.models import MergeSummary, Problem, QuotaStatus, Receipt, StatusView, Step
 from audit_mcp.core.progress import Progress
 from audit_mcp.core.version import __version__
+from audit_mcp.engine.plan_pages import PAGE_CHARS
 from audit_mcp.surfaces import params as p
 from audit_mcp.surfaces.channels import STATE_URIS, STEP_URIS, SessionChannels, digest
 from audit_mcp.surfaces.completions import install_completions
@@ -257,11 +258,34 @@ def build_server(
         """What the host must do now, as Markdown."""
         return read_text(current().step_prompt_path, "the current step prompt")
 
-    @server.resource("audit://runs/{run_id}/dispatch-plan", mime_type="application/json", title="Dispatch plan")
-    def dispatch_plan(run_id: str) -> str:
-        """A run's dispatch plan: wave size, cooldown, packets with prompts and tasks."""
-        service = _found(lambda: registry.for_run(run_id))
-        return read_text(service.plan_path(run_id), f"the dispatch plan of run {run_id}")
+    def plan_json(run_id: str, **where: Any) -> str:
+        try:
+            view = registry.for_run(run_id).plan_view(run_id, **where)
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        except AuditError as exc:
+            raise ResourceError(str(exc)) from exc
+        compact = json.dumps(view, separators=(",", ":"))
+        # Pages are sized as compact JSON; only what is well inside a page gets the readable layout.
+        return json.dumps(view, indent=1) if len(compact) * 1.3 < PAGE_CHARS else compact
+
+    @server.resource(
+        "audit://runs/{run_id}/dispatch-plan{?cursor,limit}", mime_type="application/json", title="Dispatch plan"
+    )
+    def dispatch_plan(run_id: str, cursor: str | None = None, limit: int | None = None) -> str:
+        """A run's dispatch plan in pages of under ~20k tokens: the summary (wave size, waves, cooldown,
+        schedule, one `wave_pages` entry per wave), then packets in launch order with their prompts and tasks.
+        Follow `page.next_uri` (`?cursor=N`) until it is null; `limit` caps the packets of a page. A plan
+        that fits one page comes whole. The file dispatch-plan.json holds the whole plan."""
+        return plan_json(run_id, cursor=cursor, limit=limit)
+
+    @server.resource(
+        "audit://runs/{run_id}/dispatch-plan/waves/{wave}", mime_type="application/json", title="Dispatch wave"
+    )
+    def dispatch_wave(run_id: str, wave: int) -> str:
+        """One wave of a run's plan: each packet's prompt, model tier, size and start offset, in launch order
+        (also runs/<run_id>/waves/wave-NN.json); `next_wave_uri` is the wave after it."""
+        return plan_json(run_id, wave=wave)
 
     @server.resource(
         "audit://runs/{run_id}/packets/{packet_id}/prompt", mime_type="text/markdown", title="Packet prompt"

@@ -41,7 +41,11 @@ def render_status(view: StatusView) -> str:
     rows.append(["all", *(view.coverage.get(s, 0) for s in _STATES), sum(view.coverage.get(s, 0) for s in _STATES)])
     lines += _table(["lens", *(_HEADINGS.get(s, s) for s in _STATES), "total"], rows)
     if view.skipped_files:
-        lines.append(f"  ({view.skipped_files} file(s) skipped at intake; the report names them)")
+        lines += ["", f"Skipped at intake ({view.skipped_files} file(s))"]
+        lines += [f"  {n:>5}  {why}" for why, n in view.skipped_by_reason.items()]
+        lines += [f"  {s['file']}: {s['reason']}" for s in view.skipped[:10]]
+        if view.skipped_files > 10:
+            lines.append(f"  ... and {view.skipped_files - 10} more (`status --json` lists 50, the report all)")
     lines += ["", "Runs"]
     if view.runs:
         lines += _table(
@@ -79,9 +83,11 @@ def _forecast(view: StatusView) -> list[str]:
     if f.get("open_run"):
         out.append(f"  run {f['open_run']}: {f['open_run_packets_outstanding']} packet(s) not yet submitted")
     if f.get("pending_cells"):
+        later = f.get("cells_for_later_runs") or 0
         out.append(
-            f"  {f['pending_cells']} task(s) waiting: about {f['next_run_packets']} packet(s) in waves "
-            f"{f['next_run_waves']}, ~{f['estimated_tokens']} tokens"
+            f"  {f['pending_cells']} task(s) waiting: the next run is {f['next_run_packets']} packet(s) in waves "
+            f"{_waves(f['next_run_waves'])}, ~{f.get('estimated_input_tokens', 0):,} input tokens, "
+            f"{f.get('time_range', '')}" + (f"; {later} task(s) for later runs" if later else "")
         )
     if f.get("cooldown_until"):
         out.append(f"  rate-limit cooldown until {f['cooldown_until']}")

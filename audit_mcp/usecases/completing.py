@@ -15,9 +15,9 @@ KINDS = ("run_id", "packet_id", "task_id")
 def complete(ws: Workspace, kind: str, prefix: str, run_id: str | None = None) -> tuple[list[str], bool]:
     """The ids of ``kind`` (one of ``KINDS``) that start with ``prefix``, and whether more match than are given;
     packet ids are those of ``run_id`` when given, else of the latest run."""
-    with ws.store.read() as tx:
-        audit = tx.current_audit()
-        if audit is None or kind not in KINDS:
+    with ws.store_if_any() as tx:
+        audit = tx.current_audit() if tx is not None else None
+        if tx is None or audit is None or kind not in KINDS:
             return [], False
         if kind == "task_id":
             found = tx.task_ids_starting(audit.audit_id, prefix, MAX_VALUES + 1)

@@ -39,10 +39,12 @@ def merge_and_ingest(
     if problem := id_problem("run_id", run_id):
         raise InputError([("/run_id", problem)], "Nothing changed. Take run_id from the current step.")
     reported = _reported(failures)
+    if not ws.has_state():
+        raise NotFoundError(_unknown(ws, run_id, "no audit has started there"))
     with ws.store.read() as tx:
         run_found = tx.run(run_id, plan=False)
         if run_found is None:
-            raise NotFoundError(f"run {run_id!r} is unknown; take run_id from the current step")
+            raise NotFoundError(_unknown(ws, run_id, f"the audit of {ws.root}"))
         if (stale := ws.superseded_audit(tx, run_found)) is not None:
             raise StateError(stale)
         packet_ids = [p.packet_id for p in tx.packets(run_id)]
@@ -63,7 +65,7 @@ def merge_and_ingest(
     with ws.store.write() as tx:
         run = tx.run(run_id)  # the whole plan: what the run was scheduled for
         if run is None:
-            raise NotFoundError(f"run {run_id!r} is unknown; take run_id from the current step")
+            raise NotFoundError(_unknown(ws, run_id, f"the audit of {ws.root}"))
         if (stale := ws.superseded_audit(tx, run)) is not None:
             raise StateError(stale)  # its task ids name cells of its own audit, never the current one's
         audit = ws.require_audit(tx)
@@ -198,3 +200,10 @@ def _run_files(ws: Workspace, run_id: str) -> list[FileRow]:
     with ws.store.read() as tx:
         run = tx.run(run_id, plan=False)
         return [] if run is None else tx.run_files(run.audit_id, run_id)
+
+
+def _unknown(ws: Workspace, run_id: str, what: str) -> str:
+    return (
+        f"run {run_id!r} is unknown in {ws.artifacts_dir} ({what}); take run_id from the current step, and "
+        "pass the --root (or --artifacts-dir) of the audit that dispatched it"
+    )

@@ -46,6 +46,8 @@ def next_step(
     (intake reads it).
     """
     arguments = dict(capabilities or {})
+    if client_name:
+        arguments["client_name"] = client_name  # remembered with the answers: forecasts plan for this client
     try:
         config = ws.config()
         if analyzer_sarif:
@@ -74,7 +76,7 @@ def next_step(
             state = _planner_state(ws, tx, audit, config, caps, fresh=start_fresh)
         decision = decide(state, tuple(history))
         if decision.executor is Executor.AGENT:
-            step = stepping.write_step(ws, stepping.agent_step(ws, decision, caps, state))
+            step = stepping.write_step(ws, stepping.agent_step(ws, decision, caps, state, config))
             tell(progress, len(history) + 1, None, f"ready: {step.step_kind}")
             return step
         history.append((decision.obligation, state.digest()))

@@ -20,11 +20,25 @@ from audit_mcp.findings.synthesis import synthesize as synthesize_findings
 from audit_mcp.store.records import CellState, FileRow
 from audit_mcp.usecases.workspace import Workspace
 
+SCRIPTED_REVIEWER = "scripted_reviewer"  # the ledger action that marks an audit's reviews as scripted
 
-def build_report_input(ws: Workspace) -> ReportInput:
-    """Everything a rendering of the report needs, read in one snapshot."""
+
+def declare_scripted_reviewer(ws: Workspace, label: str) -> None:
+    """Record that a program, not a model, answers this audit's packets: every report then says so."""
+    with ws.store.write() as tx:
+        audit = ws.require_audit(tx)
+        tx.log(
+            now=ws.now(), audit_id=audit.audit_id, actor="host", action=SCRIPTED_REVIEWER, detail=label, outcome="ok"
+        )
+
+
+def build_report_input(ws: Workspace, *, final: bool = False) -> ReportInput:
+    """Everything a rendering of the report needs, read in one snapshot; provisional unless ``final`` (the
+    report synthesis writes) or the audit is already synthesized."""
+    ws.require_state()
     with ws.store.read() as tx:
         audit = ws.require_audit(tx)
+        scripted = tx.ledger_details(audit.audit_id, SCRIPTED_REVIEWER)
         counts = tx.cell_counts(audit.audit_id)
         cells = tx.cells(audit.audit_id)
         files = tx.files(audit.audit_id)
@@ -49,6 +63,10 @@ def build_report_input(ws: Workspace) -> ReportInput:
         git_dirty=audit.git_dirty,
         manifest_digest=audit.manifest_digest,
         completeness=completeness(counts),
+        completeness_reason=_empty_reason(files) if not counts else None,
+        provisional=not final and audit.synthesized_at is None,
+        blocker=audit.blocker,
+        scripted_reviewers=scripted,
         lenses=audit.lenses,
         coverage_by_lens=by_lens,
         totals=totals(counts),
@@ -62,6 +80,20 @@ def build_report_input(ws: Workspace) -> ReportInput:
             leads, verdicts, [(f.finding_id, f.file, f.start_line, f.end_line) for f in synthesis.findings]
         ),
         sources=_sources(ws, synthesis.findings),
+    )
+
+
+def _empty_reason(files: Sequence[FileRow]) -> str:
+    """Why an audit without a single cell is not complete."""
+    skipped = sum(1 for f in files if f.scope == "skipped")
+    if not files:
+        return (
+            "Nothing was reviewed: no file of the repository is in the audit's scope (check the include and "
+            "exclude globs of the config, and since); an audit that reviewed nothing proves nothing."
+        )
+    return (
+        f"Nothing was reviewed: all {len(files)} file(s) in the include and exclude scope were skipped "
+        f"({skipped} skipped, each with its reason under Gaps); an audit that reviewed nothing proves nothing."
     )
 
 
@@ -106,7 +138,7 @@ def synthesize(ws: Workspace) -> None:
             requeued = drift.apply(tx, audit.audit_id, config, changed, ws.now())
         if requeued:
             return  # the changed files go back to review before any report is written
-    report = build_report_input(ws)
+    report = build_report_input(ws, final=True)
     write_atomic(ws.report_md_path, render_markdown(report))
     write_atomic(ws.report_json_path, json.dumps(render_json(report), indent=2) + "\n")
     write_atomic(ws.report_sarif_path, json.dumps(render_sarif(report), indent=2) + "\n")
@@ -130,6 +162,7 @@ def report(ws: Workspace, fmt: str = "md") -> str:
     if fmt not in paths:
         raise ConfigError(f"unknown report format {fmt!r}; use md, json or sarif")
     path = paths[fmt]
+    ws.require_state()
     with ws.store.read() as tx:
         synthesized = ws.require_audit(tx).synthesized_at is not None
     if synthesized and path.exists():
@@ -144,6 +177,7 @@ def report(ws: Workspace, fmt: str = "md") -> str:
 
 def coverage(ws: Workspace) -> dict[str, Any]:
     """Coverage totals by state and lens, and the audit's completeness."""
+    ws.require_state()
     with ws.store.read() as tx:
         audit = ws.require_audit(tx)
         counts = tx.cell_counts(audit.audit_id)

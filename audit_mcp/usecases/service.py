@@ -28,6 +28,7 @@ from audit_mcp.usecases import (
     handoff,
     merging,
     next_step,
+    plans,
     quota,
     rates,
     reporting,
@@ -132,6 +133,15 @@ class AuditService(Workspace):
     def report(self, fmt: str = "md") -> str:
         return reporting.report(self, fmt)
 
+    def plan_view(
+        self, run_id: str, *, cursor: str | None = None, limit: int | None = None, wave: int | None = None
+    ) -> dict[str, Any]:
+        return plans.plan_view(self, run_id, cursor=cursor, limit=limit, wave=wave)
+
+    def declare_scripted_reviewer(self, label: str) -> None:
+        """Mark this audit's reviews as scripted (by ``label``), so every report says so."""
+        reporting.declare_scripted_reviewer(self, label)
+
     def build_report_input(self) -> ReportInput:
         return reporting.build_report_input(self)
 
@@ -140,16 +150,16 @@ class AuditService(Workspace):
 
     # small reads for the surfaces ---------------------------------------------------
     def has_run(self, run_id: str) -> bool:
-        with self.store.read() as tx:
-            return tx.run(run_id, plan=False) is not None
+        with self.store_if_any() as tx:
+            return tx is not None and tx.run(run_id, plan=False) is not None
 
     def packet_ids(self, run_id: str) -> set[str]:
         with self.store.read() as tx:
             return {p.packet_id for p in tx.packets(run_id)}
 
     def submitted_packets(self, run_id: str) -> set[str]:
-        with self.store.read() as tx:
-            return set(tx.submitted_packet_ids(run_id))
+        with self.store_if_any() as tx:
+            return set(tx.submitted_packet_ids(run_id)) if tx is not None else set()
 
     def complete(self, kind: str, prefix: str, run_id: str | None = None) -> tuple[list[str], bool]:
         """Run, packet or task ids starting with ``prefix`` (at most 100), and whether more match."""
@@ -157,9 +167,9 @@ class AuditService(Workspace):
 
     def active_cooldown(self) -> str | None:
         """The end of a rate-limit cooldown still in force (UTC), if any."""
-        with self.store.read() as tx:
-            audit = tx.current_audit()
-            return rates.cooldown(self, tx, audit.audit_id) if audit else None
+        with self.store_if_any() as tx:
+            audit = tx.current_audit() if tx is not None else None
+            return rates.cooldown(self, tx, audit.audit_id) if tx is not None and audit is not None else None
 
 
 def render_prompt(name: str, **values: str) -> str:

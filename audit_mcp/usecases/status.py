@@ -1,24 +1,32 @@
-"""audit_status: coverage by lens and state, runs and waves, findings, gaps, and what remains."""
+"""audit_status: coverage by lens and state, runs and waves, findings, gaps, skipped files, and what remains.
+
+The forecast of what remains is the next run as dispatch will plan it (``forecasting``). A folder never
+audited gets an empty view, and nothing is created in it.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from audit_mcp.core.models import StatusView
+from audit_mcp.engine import hosts
 from audit_mcp.engine.coverage import completeness, totals
 from audit_mcp.findings.synthesis import synthesize
 from audit_mcp.store.records import CellState
-from audit_mcp.usecases.quota import quota_view
+from audit_mcp.usecases.forecasting import plan_next_run
 from audit_mcp.usecases.workspace import Workspace
 
 MAX_GAPS_LISTED = 20
+MAX_SKIPPED_LISTED = 50
 
 
 def status_view(ws: Workspace) -> StatusView:
-    """Coverage, runs, findings, gaps, the blocker, recent events and what remains."""
-    with ws.store.read() as tx:
-        audit = tx.current_audit()
-        if audit is None:
+    """Coverage, runs, findings, gaps, skipped files, the blocker, recent events and what remains."""
+    config = ws.config()
+    with ws.store_if_any() as tx:
+        audit = tx.current_audit() if tx is not None else None
+        if tx is None or audit is None:
             return StatusView(
                 repo_root=str(ws.root),
                 artifacts_dir=str(ws.artifacts_dir),
@@ -50,7 +58,11 @@ def status_view(ws: Workspace) -> StatusView:
             )
         synthesis = synthesize(tx.findings(audit.audit_id))
         gap_cells = tx.cells(audit.audit_id, [CellState.FAILED, CellState.SKIPPED])
+        skipped = [f for f in tx.files(audit.audit_id) if f.scope == "skipped"]
         open_run = next((r for r in runs if r["state"] == "open"), None)
+        remembered = audit.host_caps
+        caps = hosts.resolve({}, remembered, config.host, hosts.remembered_client(remembered))
+        next_run = plan_next_run(ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False)
         view = StatusView(
             repo_root=str(ws.root),
             artifacts_dir=str(ws.artifacts_dir),
@@ -60,7 +72,9 @@ def status_view(ws: Workspace) -> StatusView:
             coverage_by_lens=tx.cell_counts_by_lens(audit.audit_id),
             findings_by_severity=synthesis.by_severity(),
             runs=runs,
-            skipped_files=tx.file_counts(audit.audit_id).get("skipped", 0),
+            skipped_files=len(skipped),
+            skipped=[{"file": f.path, "kind": f.kind, "reason": f.skip_reason} for f in skipped[:MAX_SKIPPED_LISTED]],
+            skipped_by_reason=dict(Counter(_reason_class(f.skip_reason) for f in skipped).most_common()),
             blocker=audit.blocker,
             abandoned=f"abandoned at {audit.abandoned_at}: {audit.abandon_reason}" if audit.abandoned_at else None,
             ledger=tx.ledger(audit.audit_id, 20),
@@ -77,14 +91,28 @@ def status_view(ws: Workspace) -> StatusView:
             ],
             gaps_total=len(gap_cells),
         )
-    schedule = quota_view(ws, None, None).schedule
+    forecast = next_run.forecast()
     view.forecast = {
         "open_run": open_run["run_id"] if open_run else None,
         "open_run_packets_outstanding": open_run["packets"] - open_run["submitted"] if open_run else 0,
-        "pending_cells": schedule["pending_cells"],
-        "next_run_packets": schedule["packets"],
-        "next_run_waves": schedule["waves"],
-        "cooldown_until": schedule["cooldown_until"],
-        "estimated_tokens": schedule["estimated_tokens"],
+        "pending_cells": forecast["pending_cells"],
+        "next_run_packets": forecast["packets"],
+        "next_run_waves": forecast["wave_sizes"],
+        "cooldown_until": forecast["cooldown_until"],
+        "estimated_tokens": forecast["estimated_tokens"],
+        "estimated_input_tokens": forecast["estimated_input_tokens"],
+        "estimated_output_tokens": forecast["estimated_output_tokens"],
+        "time_range": forecast["time_range"],
+        "cells_for_later_runs": forecast["cells_for_later_runs"],
     }
     return view
+
+
+def _reason_class(reason: str | None) -> str:
+    """A skip reason without its particulars, to count files by why they were skipped."""
+    text = reason or "no reason recorded"
+    for mark in (":", " ("):
+        head = text.split(mark, 1)[0]
+        if len(head) < len(text):
+            return head
+    return text

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from audit_mcp.core.config import SessionConfig
+from audit_mcp.core.executable import audit_mcp_command
 from audit_mcp.core.fs import write_atomic
 from audit_mcp.core.models import HostCapabilities, Step
 from audit_mcp.engine.coverage import completeness, totals
 from audit_mcp.engine.planner import Decision, Obligation, PlannerState
 from audit_mcp.engine.steps import StepContext, render_step
 from audit_mcp.scheduling.limits import balanced_waves
+from audit_mcp.usecases.forecasting import plan_next_run
 from audit_mcp.usecases.handoff import update_handoff
 from audit_mcp.usecases.workspace import Workspace
 
@@ -21,10 +24,13 @@ def blocked(ws: Workspace, reason: str, caps: HostCapabilities) -> StepContext:
         caps=caps,
         root=ws.root,
         artifacts_dir=ws.artifacts_dir,
+        command=audit_mcp_command(),
     )
 
 
-def agent_step(ws: Workspace, decision: Decision, caps: HostCapabilities, state: PlannerState) -> StepContext:
+def agent_step(
+    ws: Workspace, decision: Decision, caps: HostCapabilities, state: PlannerState, config: SessionConfig
+) -> StepContext:
     """The context of the Step for an obligation the agent serves (or a blocker)."""
     ctx = StepContext(
         kind="blocked",
@@ -34,6 +40,7 @@ def agent_step(ws: Workspace, decision: Decision, caps: HostCapabilities, state:
         caps=caps,
         root=ws.root,
         artifacts_dir=ws.artifacts_dir,
+        command=audit_mcp_command(),
     )
     with ws.store.read() as tx:
         audit = tx.current_audit()
@@ -43,6 +50,9 @@ def agent_step(ws: Workspace, decision: Decision, caps: HostCapabilities, state:
             ctx.completeness = completeness(counts)
         if decision.obligation is Obligation.CAPABILITY_CHECK:
             ctx.kind, ctx.status = "capability_check", "ready"
+            if audit is not None:
+                # What dispatch will plan once the host says it can launch subagents, with what is known now.
+                ctx.forecast = plan_next_run(ws, tx, audit, config, caps, single=False).forecast()
         elif decision.obligation is Obligation.REVIEW and state.open_run_id:
             run = tx.run(state.open_run_id)
             assert run is not None

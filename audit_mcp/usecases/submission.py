@@ -75,16 +75,12 @@ def submit_packet(
             "/results",
             f"the results are over {MAX_PAYLOAD_CHARS} characters; shorten texts and evidence",
         )
+    if not ws.has_state():
+        return _refuse(run_id, packet_id, "/run_id", _unknown_run(ws, run_id, "no audit was ever started there"))
     with ws.store.read() as tx:
         run = tx.run(run_id, plan=False)
         if run is None:
-            return _refuse(
-                run_id,
-                packet_id,
-                "/run_id",
-                f"run {run_id!r} is unknown here; take run_id "
-                "from the dispatch plan or the packet prompt you were given",
-            )
+            return _refuse(run_id, packet_id, "/run_id", _unknown_run(ws, run_id, f"the audit of {ws.root}"))
         packet = tx.packet(packet_id)
         if packet is None or packet.run_id != run_id:
             ids = ", ".join(p.packet_id for p in tx.packets(run_id))
@@ -211,4 +207,11 @@ def _dry_run(
         findings_kept=sum(len(r["findings"]) for r in results),
         next_action="Valid: submit_packet would accept these results as they are. Nothing was recorded; submit "
         "them (submit_packet, or audit-mcp submit-packet) to record them.",
+    )
+
+
+def _unknown_run(ws: Workspace, run_id: str, what: str) -> str:
+    return (
+        f"run {run_id!r} is unknown in {ws.artifacts_dir} ({what}); take run_id from the dispatch plan or the "
+        "packet prompt you were given, and submit to the --root (or --artifacts-dir) that prompt names"
     )

@@ -5,7 +5,9 @@ Every use case takes a ``Workspace``; the facade (``AuditService``) is one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +17,7 @@ from audit_mcp.core.errors import ConfigError, NotFoundError, PathError
 from audit_mcp.core.fs import resolve_inside, write_atomic
 from audit_mcp.scheduling.learned import LearnedStore
 from audit_mcp.store.records import AuditRow, RunRow
-from audit_mcp.store.sqlite import Store
+from audit_mcp.store.sqlite import DB_FILENAME, Store
 from audit_mcp.store.tx import Tx
 
 if TYPE_CHECKING:
@@ -53,13 +55,37 @@ class Workspace:
             raise ConfigError("the artifacts directory cannot be the repository root; pick a subfolder")
         self.config_path = config_path
         self._clock: Clock = clock or (lambda: datetime.now(UTC))
-        self.artifacts_dir.mkdir(parents=True, exist_ok=True)
-        ignore = self.artifacts_dir / ".gitignore"
-        if not ignore.exists():
-            write_atomic(ignore, "# audit-mcp's working files; never audited, never committed.\n*\n")
-        self.store = Store(self.artifacts_dir)
+        # The artifacts directory and its database are created by the first use that writes state, so
+        # looking at a folder never audited (status, quota, report) leaves nothing behind in it.
+        self._store: Store | None = None
+        self._store_lock = threading.Lock()
         self.learned = learned or LearnedStore()
         self.probe_transport: httpx.BaseTransport | None = None  # a seam for tests of the provider probe
+
+    @property
+    def store(self) -> Store:
+        """The audit's database, created (with the artifacts directory) on first use."""
+        with self._store_lock:
+            if self._store is None:
+                self.artifacts_dir.mkdir(parents=True, exist_ok=True)
+                ignore = self.artifacts_dir / ".gitignore"
+                if not ignore.exists():
+                    write_atomic(ignore, "# audit-mcp's working files; never audited, never committed.\n*\n")
+                self._store = Store(self.artifacts_dir)
+            return self._store
+
+    def has_state(self) -> bool:
+        """Whether this artifacts directory holds an audit database already."""
+        return self._store is not None or (self.artifacts_dir / DB_FILENAME).is_file()
+
+    @contextmanager
+    def store_if_any(self) -> Iterator[Tx | None]:
+        """A read snapshot of the state, or None where no audit was ever started (nothing is created)."""
+        if not self.has_state():
+            yield None
+            return
+        with self.store.read() as tx:
+            yield tx
 
     def now(self) -> str:
         return iso(self._clock())
@@ -100,9 +126,16 @@ class Workspace:
     def packet_prompt_path(self, run_id: str, packet_id: str) -> Path:
         return self.run_dir(run_id) / "packets" / f"{packet_id}.md"
 
+    def results_dir(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / "results"
+
     def results_path(self, run_id: str, packet_id: str) -> Path:
         """Where a packet's results file goes (the packet prompt names it; merging reads it)."""
-        return self.run_dir(run_id) / "results" / f"{packet_id}.json"
+        return self.results_dir(run_id) / f"{packet_id}.json"
+
+    def wave_path(self, run_id: str, wave: int) -> Path:
+        """One wave's launch list (``plan_pages.wave_doc``), beside the whole plan."""
+        return self.run_dir(run_id) / "waves" / f"wave-{wave:02d}.json"
 
     def read_lines(self, path: str) -> list[str] | None:
         """A repository file's lines (None when it cannot be read inside the root)."""
@@ -126,9 +159,19 @@ class Workspace:
             f"nothing was recorded. Work only on audit {current.audit_id}: {where}."
         )
 
-    @staticmethod
-    def require_audit(tx: Tx) -> AuditRow:
+    def _nothing_here(self) -> str:
+        return (
+            f"no audit has started in {self.artifacts_dir} (the artifacts directory for {self.root}); call "
+            "next_step there first, or pass the --root (or --artifacts-dir) of the audit you mean"
+        )
+
+    def require_state(self) -> None:
+        """Refuse, saying where it looked, when no audit was ever started here (and create nothing)."""
+        if not self.has_state():
+            raise NotFoundError(self._nothing_here())
+
+    def require_audit(self, tx: Tx) -> AuditRow:
         audit = tx.current_audit()
         if audit is None:
-            raise NotFoundError("no audit has started in this artifacts directory; call next_step first")
+            raise NotFoundError(self._nothing_here())
         return audit

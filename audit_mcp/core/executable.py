@@ -1,0 +1,39 @@
+"""The command that runs this installation of audit-mcp, by absolute path.
+
+Prompts hand shell commands to reviewers and hosts whose ``PATH`` may not hold ``audit-mcp`` (a server
+that a host starts by absolute path, a subagent with a plain shell). The command names the running
+script itself when it is one, else the script installed beside this interpreter, else whatever
+``audit-mcp`` the ``PATH`` holds, else this interpreter with ``-m audit_mcp``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from functools import cache
+from pathlib import Path
+
+SCRIPT = "audit-mcp.exe" if os.name == "nt" else "audit-mcp"
+
+
+@cache
+def audit_mcp_command() -> tuple[str, ...]:
+    """The argv prefix that runs this installation's CLI from any working directory and any ``PATH``."""
+    running = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if running is not None and running.name == SCRIPT and running.is_file():
+        return (str(running.absolute()),)
+    # Not resolved: a virtual environment's python is a symlink whose target has no audit-mcp beside it.
+    beside = Path(sys.executable).absolute().parent / SCRIPT
+    if beside.is_file():
+        return (str(beside),)
+    found = shutil.which("audit-mcp")
+    if found:
+        return (str(Path(found).absolute()),)
+    return (str(Path(sys.executable).absolute()), "-m", "audit_mcp")
+
+
+def command_line(*args: str) -> str:
+    """``audit-mcp ARGS...`` as one shell line, every part quoted as needed."""
+    return " ".join(shlex.quote(part) for part in (*audit_mcp_command(), *args))

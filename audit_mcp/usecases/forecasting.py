@@ -1,0 +1,154 @@
+"""The next review run, planned by one function: dispatch opens it, and status, quota and the Step forecast it.
+
+Whatever the forecast says before dispatch (packets, waves, tokens, time) is what dispatch then does with
+the same state: the same head of the queue, the same packer, prompt prefix and token budget, the same
+scheduler with the same limits, learned state and host. A forecast names no packet: none exists yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audit_mcp.core.config import SessionConfig
+from audit_mcp.core.models import HostCapabilities
+from audit_mcp.engine.batching import head_of_queue
+from audit_mcp.engine.dispatch import TIER_ORDER, PacketSpec
+from audit_mcp.engine.graph import ImportGraph
+from audit_mcp.engine.lenses import resolve_lenses
+from audit_mcp.engine.packet_prompts import estimate_tokens, packet_prompt_prefix
+from audit_mcp.engine.packets import pack
+from audit_mcp.scheduling.budget import packet_token_budget
+from audit_mcp.scheduling.limits import balanced_waves
+from audit_mcp.scheduling.pacing import Pacing, forecast_view
+from audit_mcp.scheduling.pacing import iso as iso_or_none
+from audit_mcp.scheduling.scheduler import PacketLoad, Schedule, schedule
+from audit_mcp.store.records import AuditRow, CellState, FileRow
+from audit_mcp.store.tx import Tx
+from audit_mcp.usecases.rates import cooldown, pacing
+from audit_mcp.usecases.workspace import Workspace
+
+
+def run_tag(artifacts_dir: Path) -> str:
+    """Six hex digits naming the artifacts directory, so run ids never repeat across roots (one server may
+    serve several) and every call that names a run can be routed to the root that issued it."""
+    return hashlib.sha256(str(artifacts_dir).encode("utf-8", "surrogateescape")).hexdigest()[:6]
+
+
+@dataclass(frozen=True)
+class NextRun:
+    """The run the next dispatch opens: its packets, their schedule, and what it leaves for later runs."""
+
+    run_id: str
+    seq: int
+    single: bool
+    specs: list[PacketSpec]
+    planned: Schedule
+    cooldown_until: str | None
+    settings: Pacing
+    state_key: str
+    prefix: str
+    files: Mapping[str, FileRow]
+    edges: ImportGraph
+    budget: int
+    pending_cells: int
+    cells_in_run: int
+
+    @property
+    def waves(self) -> list[int]:
+        return balanced_waves(len(self.specs), self.planned.wave_size)
+
+    def forecast(self) -> dict[str, Any]:
+        """What this run will take, as the dispatch plan's ``schedule.forecast`` and beyond; no packet ids."""
+        return {
+            **forecast_view(self.planned.forecast),
+            "wave_size": self.planned.wave_size if self.specs else 0,
+            "wave_sizes": self.waves,
+            "estimated_tokens": sum(s.plan.estimated_tokens for s in self.specs),
+            "packet_budget_tokens": self.budget,
+            "cooldown_until": self.cooldown_until,
+            "cells": self.cells_in_run,
+            "pending_cells": self.pending_cells,
+            "cells_for_later_runs": self.pending_cells - self.cells_in_run,
+            "single_packet": self.single,
+        }
+
+
+def plan_next_run(
+    ws: Workspace,
+    tx: Tx,
+    audit: AuditRow,
+    config: SessionConfig,
+    caps: HostCapabilities,
+    *,
+    single: bool,
+    provider: str | None = None,
+) -> NextRun:
+    """The next run for the audit's pending cells, planned inside the caller's transaction (read or write).
+
+    ``provider`` overrides the one the model implies, for ``quota_status(provider=...)``; dispatch never does.
+    """
+    limits, learned, key, settings = pacing(ws, config, caps, provider)
+    budget = packet_token_budget(limits, learned, config.max_packet_tokens, caps.max_active_subagents)
+    prefix = packet_prompt_prefix(resolve_lenses(config))
+    files = tx.files_in_order(audit.audit_id)  # only the files the head of the queue reaches are read
+    prefix_tokens = estimate_tokens(prefix)
+    limit = 1 if single else config.max_packets_per_run
+    queue = tx.iter_cells(audit.audit_id, CellState.PENDING)
+    try:
+        pending = head_of_queue(queue, files, packets=limit, room=max(1, budget - prefix_tokens))
+    finally:
+        queue.close()
+    # The edges with an end in the head: all that packing and the prompts' import context read, indexed once
+    # for every packet's prompt.
+    edges = ImportGraph(tx.edges_touching(audit.audit_id, {c.path for c in pending}))
+    # A run stays small enough for the host to read its step; the rest waits for the next run.
+    plans = pack(pending, files, edges, budget=budget, prefix_tokens=prefix_tokens)[:limit]
+    seq = len(tx.runs(audit.audit_id, plan=False)) + 1
+    run_id = f"A{audit.audit_id}-R{seq}-{run_tag(ws.artifacts_dir)}"
+    specs = []
+    for n, packet_plan in enumerate(plans, 1):
+        packet_id = f"{run_id}-P{n:02d}"
+        specs.append(PacketSpec(packet_id, packet_plan, ws.packet_prompt_path(run_id, packet_id)))
+    planned = schedule(
+        limits,
+        learned,
+        caps.max_active_subagents,
+        settings.wave_kind,
+        [PacketLoad(s.packet_id, s.plan.estimated_tokens, TIER_ORDER[s.plan.tier]) for s in specs],
+        ws.clock(),
+        half_life=settings.half_life,
+        max_packet_tokens=config.max_packet_tokens,
+    )
+    waiting = max(filter(None, (cooldown(ws, tx, audit.audit_id), iso_or_none(planned.cooldown_until))), default=None)
+    return NextRun(
+        run_id=run_id,
+        seq=seq,
+        single=single,
+        specs=specs,
+        planned=planned,
+        cooldown_until=waiting,
+        settings=settings,
+        state_key=key,
+        prefix=prefix,
+        files=files,
+        edges=edges,
+        budget=budget,
+        pending_cells=tx.cell_counts(audit.audit_id).get(CellState.PENDING, 0),
+        cells_in_run=sum(len(s.plan.cells) for s in specs),
+    )
+
+
+def forecast(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> dict[str, Any] | None:
+    """The forecast of the next run for the current audit, or None before an audit exists.
+
+    A host whose ability to dispatch is not known yet is forecast as one that can (the common case).
+    """
+    with ws.store.read() as tx:
+        audit = tx.current_audit()
+        if audit is None:
+            return None
+        return plan_next_run(ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False).forecast()

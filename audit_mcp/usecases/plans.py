@@ -1,0 +1,37 @@
+"""Reading a run's dispatch plan the way hosts can: a page of it, or one wave's launch list."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from audit_mcp.core.errors import ConfigError, NotFoundError
+from audit_mcp.core.text import id_problem
+from audit_mcp.engine.plan_pages import plan_page, wave_doc
+from audit_mcp.usecases.workspace import Workspace
+
+
+def plan_view(
+    ws: Workspace, run_id: str, *, cursor: str | None = None, limit: int | None = None, wave: int | None = None
+) -> dict[str, Any]:
+    """A page of run ``run_id``'s plan (from ``cursor``, at most ``limit`` packets), or wave ``wave`` of it."""
+    if problem := id_problem("run_id", run_id):
+        raise ConfigError(problem)
+    path = ws.plan_path(run_id)
+    if "/" in run_id or not path.is_file():
+        raise NotFoundError(
+            f"run {run_id!r} has no dispatch plan in {ws.artifacts_dir}; take the run id from the current step "
+            "(audit://step/current), or call next_step first"
+        )
+    stat = path.stat()
+    plan = _parsed(path, stat.st_mtime_ns, stat.st_size)
+    return wave_doc(plan, wave) if wave is not None else plan_page(plan, cursor, limit)
+
+
+@lru_cache(maxsize=4)
+def _parsed(path: Path, _mtime_ns: int, _size: int) -> dict[str, Any]:
+    """A plan file, parsed once while it is unchanged: a host walking 200 packets reads it page by page."""
+    plan: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return plan
