@@ -18,6 +18,9 @@ _FIELDS = (
     "model",
 )
 
+# Kept with the answers: the client that gave them, and the lenses an audit was started with (--lenses).
+_REMEMBERED = (*_FIELDS, "client_name", "lenses")
+
 # What well-known clients can do, by a substring of the clientInfo name they announce.
 KNOWN_CLIENTS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
@@ -83,7 +86,7 @@ def resolve(
 def remember(arguments: Mapping[str, Any], remembered: Mapping[str, Any]) -> dict[str, Any]:
     """Merge this call's explicit answers (and the client that gave them) into what earlier calls said."""
     merged = dict(remembered)
-    merged.update({k: v for k, v in arguments.items() if k in (*_FIELDS, "client_name") and v is not None})
+    merged.update({k: v for k, v in arguments.items() if k in _REMEMBERED and v is not None})
     return merged
 
 

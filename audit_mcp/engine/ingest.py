@@ -79,7 +79,8 @@ def ingest_run(
             tx.set_blocker(
                 audit_id,
                 f"a subagent failed with an authentication or configuration error, which a "
-                f"retry cannot fix: {text[:500]}. Fix it, then call next_step with retry_blocked=true.",
+                f"retry cannot fix: {text[:500]}. Fix it, then call next_step with retry_blocked=true "
+                "(on the command line: next-step --retry-blocked, or run --retry-blocked).",
             )
         for task_id in task_ids.get(packet.packet_id, []):
             why = f"{kind}: {text[: _REASON_CHARS.get(kind, 200)]}"
@@ -117,5 +118,6 @@ def _stop_on_repeat(tx: Tx, audit_id: int, run: RunRow, signature: str) -> None:
         tx.set_blocker(
             audit_id,
             f"every packet of two runs in a row failed the same way ({signature}); retrying "
-            "again would loop. Fix the cause, then call next_step with retry_blocked=true.",
+            "again would loop. Fix the cause, then call next_step with retry_blocked=true "
+            "(on the command line: next-step --retry-blocked, or run --retry-blocked).",
         )

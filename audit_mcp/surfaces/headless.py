@@ -153,7 +153,10 @@ class HeadlessRunner:
                 else "some tasks could not be reviewed; the report names every gap"
             )
         elif step.step_kind == "blocked":
-            result.exit_code, result.outcome, result.message = EXIT_BLOCKED, "blocked", step.reason
+            result.exit_code, result.outcome = EXIT_BLOCKED, "blocked"
+            result.message = (
+                f"{step.reason} (the audit waits: once the cause is fixed, run the same command with --retry-blocked)"
+            )
             if self.command:
                 self.service.update_handoff(step, command=self.command)  # resuming repeats this very command
         else:

@@ -111,7 +111,8 @@ def merge_and_ingest(
                 audit.audit_id,
                 f"the model provider refused for a reason waiting cannot fix: "
                 f"{taught.hard_stop[:400]}. Raise the spend cap or wait for the usage window to "
-                "reset, then call next_step with retry_blocked=true.",
+                "reset, then call next_step with retry_blocked=true "
+                "(on the command line: next-step --retry-blocked, or run --retry-blocked).",
             )
         tx.finish_run(run_id, now)
         tx.serve_requeues(audit.audit_id, run_id)

@@ -38,32 +38,39 @@ def next_step(
     progress: Progress | None = None,
     analyzer_sarif: Sequence[Path] = (),
     since: str | None = None,
+    lenses: Sequence[str] | None = None,
 ) -> Step:
     """Run every inline obligation, then return the one Step that needs the agent.
 
     ``analyzer_sarif`` adds SARIF files to the config's ``analyzers.sarif``; they are read when an
     audit starts. ``since`` overrides the config's git ref for an audit that starts in this call
-    (intake reads it).
+    (intake reads it). ``lenses`` replaces the config's ``lenses`` for an audit that starts in this call,
+    and is remembered for it.
     """
     arguments = dict(capabilities or {})
     if client_name:
         arguments["client_name"] = client_name  # remembered with the answers: forecasts plan for this client
+    chosen = list(lenses) if lenses else None
+    if chosen:
+        arguments["lenses"] = chosen
     try:
-        config = ws.config()
+        config = ws.config(fresh=new_audit)
+        if chosen:
+            config = config.model_copy(update={"lenses": chosen})
         if analyzer_sarif:
             # Paths from the command line are relative to the caller's directory; make them absolute.
             sarif = [*config.analyzers.sarif, *(str(Path(p).resolve()) for p in analyzer_sarif)]
             config = config.model_copy(update={"analyzers": config.analyzers.model_copy(update={"sarif": sarif})})
         if since:
             config = config.model_copy(update={"since": since})
-        lenses = resolve_lenses(config)
+        audit_lenses = resolve_lenses(config)
     except ConfigError as exc:
         caps = hosts.resolve(arguments, {}, SessionConfig().host, client_name)
         return stepping.write_step(ws, stepping.blocked(ws, str(exc), caps))
     # The audit this call found: a new audit replaces that one, so callers that race to start one all join the
     # first that does (single-flight), whatever the audit each of them sees later in the loop.
     started_on = _take_answers(
-        ws, arguments, new_audit=new_audit, retry_blocked=retry_blocked, analyzer_sarif=analyzer_sarif
+        ws, arguments, new_audit=new_audit, retry_blocked=retry_blocked, analyzer_sarif=analyzer_sarif, lenses=chosen
     )
     _collect_results_files(ws)
     start_fresh = new_audit
@@ -83,7 +90,7 @@ def next_step(
         tell(progress, len(history), None, _WORK.get(decision.obligation, decision.obligation.value))
         try:
             seen = started_on if start_fresh else (audit.audit_id if audit else None)
-            _run_inline(ws, decision, config, caps, [lens.lens_id for lens in lenses], arguments, seen)
+            _run_inline(ws, decision, config, caps, [lens.lens_id for lens in audit_lenses], arguments, seen)
         except AuditError as exc:
             return stepping.write_step(ws, stepping.blocked(ws, str(exc), caps))
         if decision.obligation is Obligation.INTAKE:
@@ -91,7 +98,13 @@ def next_step(
 
 
 def _take_answers(
-    ws: Workspace, arguments: Mapping[str, Any], *, new_audit: bool, retry_blocked: bool, analyzer_sarif: Sequence[Path]
+    ws: Workspace,
+    arguments: Mapping[str, Any],
+    *,
+    new_audit: bool,
+    retry_blocked: bool,
+    analyzer_sarif: Sequence[Path],
+    lenses: Sequence[str] | None,
 ) -> int | None:
     """Record this call's capability answers and a cleared blocker; refuse a new audit over one in flight.
     Returns the current audit's id (``None``: none yet)."""
@@ -102,6 +115,11 @@ def _take_answers(
             raise ConfigError(
                 "analyzer SARIF files are read when an audit starts; pass them on the first "
                 "next-step, or with --new-audit to start a new audit"
+            )
+        if lenses and audit is not None and not new_audit:
+            raise ConfigError(
+                f"audit {audit.audit_id} already runs with the lenses {', '.join(audit.lenses)}; lenses are chosen "
+                "when an audit starts: pass them with --new-audit (new_audit=true) to start one with them"
             )
         if audit is not None and live and (new_audit or retry_blocked):
             if new_audit and audit.synthesized_at is None and tx.cells(audit.audit_id, [CellState.ASSIGNED]):

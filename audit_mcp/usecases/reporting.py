@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from audit_mcp.core.errors import ConfigError, PathError
@@ -173,6 +174,21 @@ def report(ws: Workspace, fmt: str = "md") -> str:
         return render_markdown(current)
     doc = render_json(current) if fmt == "json" else render_sarif(current)
     return json.dumps(doc, indent=2) + "\n"
+
+
+def write_report(ws: Workspace, fmt: str = "md") -> tuple[str, Path, bool]:
+    """The report in ``fmt``, also at its documented path (report/report.<fmt>), and whether it is provisional.
+
+    A finished audit's file is already there; a provisional one is written too, so a CI step that uploads
+    report/report.sarif after a blocked or interrupted run finds it (the final report replaces it).
+    """
+    text = report(ws, fmt)
+    path = {"md": ws.report_md_path, "json": ws.report_json_path, "sarif": ws.report_sarif_path}[fmt]
+    with ws.store.read() as tx:
+        provisional = ws.require_audit(tx).synthesized_at is None
+    if provisional or not path.is_file():
+        write_atomic(path, text)
+    return text, path, provisional
 
 
 def coverage(ws: Workspace) -> dict[str, Any]:

@@ -54,6 +54,7 @@ class AuditService(Workspace):
         progress: Progress | None = None,
         analyzer_sarif: Sequence[Path] = (),
         since: str | None = None,
+        lenses: Sequence[str] | None = None,
     ) -> Step:
         """Run every inline obligation, then return the one Step that needs the agent."""
         return next_step.next_step(
@@ -65,6 +66,7 @@ class AuditService(Workspace):
             progress=progress,
             analyzer_sarif=analyzer_sarif,
             since=since,
+            lenses=lenses,
         )
 
     def submit_packet(self, run_id: str, packet_id: str, results: Any, usage: Any = None) -> Receipt:
@@ -137,6 +139,9 @@ class AuditService(Workspace):
         self, run_id: str, *, cursor: str | None = None, limit: int | None = None, wave: int | None = None
     ) -> dict[str, Any]:
         return plans.plan_view(self, run_id, cursor=cursor, limit=limit, wave=wave)
+
+    def write_report(self, fmt: str = "md") -> tuple[str, Path, bool]:
+        return reporting.write_report(self, fmt)
 
     def declare_scripted_reviewer(self, label: str) -> None:
         """Mark this audit's reviews as scripted (by ``label``), so every report says so."""

@@ -55,7 +55,9 @@ def intake(
             digest=manifest.digest,
             lenses=lenses,
         )
-        tx.set_host_caps(audit_id, hosts.remember(arguments, previous.host_caps if previous else {}))
+        # Host answers carry over to a new audit; a lens choice belongs to the audit it started.
+        carried = {k: v for k, v in (previous.host_caps if previous else {}).items() if k != "lenses"}
+        tx.set_host_caps(audit_id, hosts.remember(arguments, carried))
         tx.insert_files(audit_id, manifest.files)
         tx.insert_edges(audit_id, manifest.edges)
         tx.insert_leads(audit_id, imported.leads)

@@ -93,8 +93,16 @@ class Workspace:
     def clock(self) -> datetime:
         return self._clock()
 
-    def config(self) -> SessionConfig:
-        return load_config(self.root, self.config_path)
+    def config(self, *, fresh: bool = False) -> SessionConfig:
+        """The session config, with the lenses the current audit was started with (``next-step --lenses``);
+        ``fresh``: as a new audit would start, from the config alone."""
+        config = load_config(self.root, self.config_path)
+        if fresh:
+            return config
+        with self.store_if_any() as tx:
+            audit = tx.current_audit() if tx is not None else None
+        chosen = audit.host_caps.get("lenses") if audit is not None else None
+        return config.model_copy(update={"lenses": list(chosen)}) if isinstance(chosen, list) and chosen else config
 
     # files ---------------------------------------------------------------------
     @property

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
@@ -15,10 +15,19 @@ from audit_mcp.core.errors import InputError, PathError
 from audit_mcp.core.escape import terminal
 from audit_mcp.core.fs import read_capped
 from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json
+from audit_mcp.surfaces.cli.exits import EXIT_USAGE
 from audit_mcp.usecases.service import AuditService
 
 Handler = Callable[[argparse.Namespace], int]
 Subparsers = Any  # argparse's _SubParsersAction is private; its add_parser is all the verb modules use
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error exiting ``EXIT_USAGE`` (64), not 2: 2 means a refused submission."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
 def bool_arg(text: str) -> bool:
@@ -42,7 +51,10 @@ def verb(
     sub: Subparsers, name: str, handler: Handler, help_text: str, *, common: bool = True
 ) -> argparse.ArgumentParser:
     """Add one verb: its parser, the common options, and the function that runs it."""
-    parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text)
+    # The help line is also the verb's description, shown first by `audit-mcp VERB --help`.
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help_text, description=help_text[:1].upper() + help_text[1:] + "."
+    )
     if common:
         add_common(parser)
     parser.set_defaults(handler=handler)

@@ -7,17 +7,42 @@ import sys
 from pathlib import Path
 
 from audit_mcp.surfaces.cli.common import Subparsers, bool_arg, emit, read_input, read_json, service_for, verb
-from audit_mcp.surfaces.cli.exits import EXIT_OK, EXIT_REFUSED
+from audit_mcp.surfaces.cli.exits import EXIT_BLOCKED, EXIT_OK, EXIT_REFUSED
 from audit_mcp.surfaces.terminal import TerminalProgress
 
 
 def register(sub: Subparsers) -> None:
-    p = verb(sub, "next-step", _next_step, "advance the audit and print the step to do next")
-    p.add_argument("--host-can-dispatch-subagents", type=bool_arg, metavar="true|false")
-    p.add_argument("--host-can-restrict-subagent-tools", type=bool_arg, metavar="true|false")
-    p.add_argument("--host-can-select-subagent-model", type=bool_arg, metavar="true|false")
-    p.add_argument("--host-max-active-subagents", type=int, metavar="N")
-    p.add_argument("--host-model", metavar="MODEL")
+    p = verb(sub, "next-step", _next_step, "advance the audit and print the step to do next (exit 4 on a blocked step)")
+    p.add_argument(
+        "--host-can-dispatch-subagents",
+        type=bool_arg,
+        metavar="true|false",
+        help="whether the host can launch subagents that work in parallel (the answer to a capability_check)",
+    )
+    p.add_argument(
+        "--host-can-restrict-subagent-tools",
+        type=bool_arg,
+        metavar="true|false",
+        help="whether the host can choose which tools a subagent gets",
+    )
+    p.add_argument(
+        "--host-can-select-subagent-model",
+        type=bool_arg,
+        metavar="true|false",
+        help="whether the host can choose a model per subagent (packets then name a model tier)",
+    )
+    p.add_argument(
+        "--host-max-active-subagents", type=int, metavar="N", help="how many subagents may run at once (1-64)"
+    )
+    p.add_argument("--host-model", metavar="MODEL", help="the model the reviewers run, for limits and packet sizes")
+    p.add_argument(
+        "--lenses",
+        metavar="LENS,...",
+        type=_lens_list,
+        help="the lenses of an audit that starts now (a first next-step, or with --new-audit), comma-separated, "
+        "instead of the config's `lenses`: security, correctness, error_handling, concurrency, performance, "
+        "maintainability, tests",
+    )
     p.add_argument("--new-audit", action="store_true", help="start a fresh audit after a finished one")
     p.add_argument("--retry-blocked", action="store_true", help="clear a blocker whose cause is fixed")
     p.add_argument(
@@ -34,8 +59,8 @@ def register(sub: Subparsers) -> None:
     )
 
     p = verb(sub, "submit-packet", _submit_packet, "submit one packet's results (exit 2 when refused)")
-    p.add_argument("--run-id", required=True)
-    p.add_argument("--packet-id", required=True)
+    p.add_argument("--run-id", required=True, help="the run id, as the packet prompt gives it")
+    p.add_argument("--packet-id", required=True, help="the packet id, as the packet prompt gives it")
     p.add_argument(
         "--results",
         required=True,
@@ -44,7 +69,7 @@ def register(sub: Subparsers) -> None:
     )
 
     p = verb(sub, "merge-and-ingest", _merge_and_ingest, "merge a finished run into the coverage matrix")
-    p.add_argument("--run-id", required=True)
+    p.add_argument("--run-id", required=True, help="the run to merge, as the dispatch step gives it")
     p.add_argument(
         "--failures",
         metavar="FILE",
@@ -69,13 +94,28 @@ def _next_step(args: argparse.Namespace) -> int:
         progress=bar,
         analyzer_sarif=args.analyzer_sarif,
         since=args.since,
+        lenses=args.lenses,
     )
     bar.close()
     if step.step_kind == "blocked":
         service.update_handoff(step, command=["audit-mcp", *args.argv])  # resuming repeats this command
     emit(step)
+    if step.step_kind == "blocked":
+        print(f"audit-mcp: blocked: {step.reason}", file=sys.stderr)
+        print(
+            f"audit-mcp: fix the cause, then run next-step again with --retry-blocked (read {step.prompt_path})",
+            file=sys.stderr,
+        )
+        return EXIT_BLOCKED
     print(f"audit-mcp: step {step.step_kind}: read {step.prompt_path}", file=sys.stderr)
     return EXIT_OK
+
+
+def _lens_list(text: str) -> list[str]:
+    lenses = [part.strip() for part in text.split(",") if part.strip()]
+    if not lenses:
+        raise argparse.ArgumentTypeError("name at least one lens, e.g. --lenses security,correctness")
+    return lenses
 
 
 def _submit_packet(args: argparse.Namespace) -> int:

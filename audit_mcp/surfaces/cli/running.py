@@ -36,13 +36,17 @@ def register(sub: Subparsers) -> None:
         help="submit: workers run `audit-mcp submit-packet` (default); file: workers only write their results "
         "file ({results_path}), which is checked and recorded when they exit",
     )
-    p.add_argument("--retry-blocked", action="store_true", help="clear a blocker whose cause is fixed, then go on")
     p.add_argument("--since", metavar="REF", help="for an audit that starts now: only files changed since this git ref")
     p.add_argument(
         "--max-runs",
         type=int,
         metavar="N",
         help="stop after N review runs (exit code 3 while work is open; the same command goes on)",
+    )
+    p.add_argument(
+        "--retry-blocked",
+        action="store_true",
+        help="clear the audit's blocker first (after fixing its cause, e.g. an expired API key), then go on",
     )
 
     p = verb(sub, "demo", _demo, "audit the bundled fixture with a scripted reviewer, in seconds", common=False)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -112,6 +114,7 @@ def _serve(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get(TOKEN_ENV) or None
     if token is not None and len(token) < MIN_TOKEN_CHARS:
         raise ConfigError(f"the bearer token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random ones")
+    _port_is_free(args.host, args.port)
     print(
         f"audit-mcp: serving streamable HTTP on http://{args.host}:{args.port}/mcp"
         f"{' (bearer token required)' if token else ''}",
@@ -140,3 +143,23 @@ def _serve(args: argparse.Namespace) -> int:
     )
     uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")).run()
     return EXIT_OK
+
+
+def _port_is_free(host: str, port: int) -> None:
+    """Refuse before saying "serving" when the port cannot be bound (another server holds it, say)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot resolve --host {host}: {exc.strerror}") from exc
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(
+                    f"port {port} on {host} is already in use (another audit-mcp serve?); stop it, or pass "
+                    "--port with a free one"
+                ) from exc
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc

@@ -11,14 +11,18 @@ from audit_mcp.surfaces.cli.exits import EXIT_OK
 
 def register(sub: Subparsers) -> None:
     p = verb(sub, "quota", _quota, "resolved model limits, learned rate-limit state, the wave schedule")
-    p.add_argument("--host-model", metavar="MODEL")
-    p.add_argument("--provider")
+    p.add_argument(
+        "--host-model", metavar="MODEL", help="the reviewers' model (default: the audit's, else the config's)"
+    )
+    p.add_argument(
+        "--provider", help="the provider whose limits apply (anthropic, openai, ...; default: from the model)"
+    )
 
     p = verb(sub, "status", _status, "coverage, runs, findings and recent events of the audit")
     p.add_argument("--json", action="store_true", help="JSON (the default when stdout is not a terminal)")
     p.add_argument("--table", action="store_true", help="the readable table even when stdout is not a terminal")
 
-    p = verb(sub, "report", _report, "print the audit report")
+    p = verb(sub, "report", _report, "print the audit report and write it to report/report.<format>")
     p.add_argument(
         "--format",
         choices=("md", "json", "sarif"),
@@ -44,5 +48,8 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    emit(service_for(args).report(args.format))
+    text, path, provisional = service_for(args).write_report(args.format)
+    emit(text)
+    state = "provisional: the audit has not finished" if provisional else "final"
+    print(f"audit-mcp: report ({state}) written to {path}", file=sys.stderr)
     return EXIT_OK
