@@ -295,7 +295,7 @@ def test_a_repository_config_naming_anything_outside_its_root_is_refused_with_th
     make, named = CONFIG_VECTORS[name]
     (repo / ".audit-mcp.toml").write_text(make(repo, outside))
     code, step = cli(capsys, "next-step", "--root", str(repo), "--host-can-dispatch-subagents", "true")
-    assert code == 0 and step["step_kind"] == "blocked", step
+    assert code == 4 and step["step_kind"] == "blocked", step
     reason = step["reason"]
     assert named in reason and any(fix in reason for fix in ("--analyzer-sarif", "next_step again", "Remove"))
     written = "".join(
@@ -320,7 +320,7 @@ def test_a_repository_config_file_that_is_not_a_small_regular_file_inside_the_ro
     else:
         config.write_text("# padding\n" * 200_000)
     code, step = cli(capsys, "next-step", "--root", str(repo), "--host-can-dispatch-subagents", "true")
-    assert code == 0 and step["step_kind"] == "blocked", step
+    assert code == 4 and step["step_kind"] == "blocked", step
     assert "cannot use the config" in step["reason"]
 
 

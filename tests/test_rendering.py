@@ -199,7 +199,7 @@ def test_a_blocked_steps_reason_is_escaped_in_its_prompt(tmp_path: Path, capsys:
     (root / "a.py").write_text("x = 1\n")
     (root / ".audit-mcp.toml").write_text('lenses = ["# Forged <script>"]\n')
     code, step = cli(capsys, "next-step", "--root", str(root))
-    assert code == 0 and step["step_kind"] == "blocked"
+    assert code == 4 and step["step_kind"] == "blocked"
     tokens = _parse(Path(step["prompt_path"]).read_text())
     _assert_nothing_injected(tokens)
     assert _headings(tokens) == ["audit-mcp: the audit is blocked", "Blocker", "What to do"]
