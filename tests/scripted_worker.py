@@ -11,6 +11,10 @@ through the CLI, as a real worker would. Behaviour switches (environment):
 - SCRIPTED_WORKER_HANG_AFTER_WRITE: part of a packet id; those write their file, leave `.written` (and write
   their packet id into `written.fifo` when the test made one), then hang (until `release`, at most 30 s)
   without submitting;
+- SCRIPTED_WORKER_PRINTS=claude: after submitting, print Claude Code's `--output-format json` result (usage);
+- SCRIPTED_WORKER_HEADERS: part of a packet id; those also quote rate-limit headers on stderr;
+- SCRIPTED_WORKER_REJECTED: part of a packet id; those also print a stream-json rate-limit event of a rejected
+  five-hour window that resets at SCRIPTED_WORKER_RESETS (epoch seconds);
 - SCRIPTED_WORKER_BREAK: part of a packet id; those write a results file that fails validation (a finding
   whose evidence is not in the file) and exit 0 without submitting.
 """
@@ -129,7 +133,22 @@ def main() -> int:
         return proc.returncode
     if state:
         (state / f"{args.packet}.done").touch()
+    _print_agent_output(args.packet, env)
     return 0
+
+
+def _print_agent_output(packet: str, env: os._Environ[str]) -> None:
+    """What a CLI agent prints when it finishes: its usage, and what it saw of the provider's rate limits."""
+    if env.get("SCRIPTED_WORKER_PRINTS") == "claude":
+        usage = {"input_tokens": 3120, "cache_creation_input_tokens": 18500, "cache_read_input_tokens": 215635}
+        result = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 61998, "num_turns": 14}
+        print(json.dumps({**result, "usage": {**usage, "output_tokens": 4106}, "total_cost_usd": 0.31}))
+    if env.get("SCRIPTED_WORKER_HEADERS") and env["SCRIPTED_WORKER_HEADERS"] in packet:
+        print("anthropic-ratelimit-input-tokens-limit: 450000", file=sys.stderr)
+        print("anthropic-ratelimit-requests-limit: 1000", file=sys.stderr)
+    if env.get("SCRIPTED_WORKER_REJECTED") and env["SCRIPTED_WORKER_REJECTED"] in packet:
+        info = {"status": "rejected", "resetsAt": int(env["SCRIPTED_WORKER_RESETS"]), "rateLimitType": "five_hour"}
+        print(json.dumps({"type": "rate_limit_event", "rate_limit_info": info}))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,9 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from audit_mcp.core.errors import ConfigError, PathError
 from audit_mcp.core.fs import normalize_relpath, read_capped, read_confined, resolve_inside
@@ -65,14 +65,54 @@ class HostConfig(_Strict):
     model: str | None = None
 
 
-class ModelConfig(_Strict):
-    """Limits of the reviewing model, overriding the built-in table."""
+class ModelLimits(_Strict):
+    """Limits of a reviewing model, overriding the built-in table."""
 
     context_tokens: Annotated[int, Field(ge=8_000)] | None = None
     output_tokens: Annotated[int, Field(ge=1_000)] | None = None
     requests_per_minute: Annotated[int, Field(ge=1)] | None = None
     input_tokens_per_minute: Annotated[int, Field(ge=1_000)] | None = None
     output_tokens_per_minute: Annotated[int, Field(ge=100)] | None = None
+
+
+LIMIT_KEYS = tuple(ModelLimits.model_fields)
+_MAX_MODEL_TABLES = 200
+
+
+class ModelConfig(ModelLimits):
+    """``[model]``: limits for every model; ``[model."<name>"]``: limits for the models named so (the exact
+    name, else the longest table name the model's name starts with), over ``[model]`` key by key."""
+
+    models: dict[Annotated[str, Field(min_length=1, max_length=200)], ModelLimits] = Field(
+        default_factory=dict, max_length=_MAX_MODEL_TABLES
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_tables(cls, data: Any) -> Any:
+        """The TOML shape (tables beside the keys) into ``models``; a key that is neither is named clearly."""
+        if not isinstance(data, Mapping) or "models" in data:
+            return data
+        flat = {k: v for k, v in data.items() if not isinstance(v, Mapping)}
+        unknown = [k for k in flat if k not in LIMIT_KEYS]
+        if unknown:
+            raise ValueError(f"[model] {unknown[0]}: {_NOT_A_LIMIT}")
+        return {**flat, "models": {k: v for k, v in data.items() if isinstance(v, Mapping)}}
+
+    def for_model(self, name: str) -> tuple[str | None, ModelLimits | None]:
+        """The table that applies to ``name`` (exact, else the longest prefix, case-insensitive), if any."""
+        lowered = name.lower()
+        exact = next((k for k in self.models if k.lower() == lowered), None)
+        chosen = exact or max((k for k in self.models if lowered.startswith(k.lower())), key=len, default=None)
+        return chosen, (self.models[chosen] if chosen is not None else None)
+
+    def as_table(self) -> dict[str, Any]:
+        """The TOML shape again: ``[model]`` keys with each model's table beside them."""
+        flat = {k: getattr(self, k) for k in LIMIT_KEYS}
+        return {**flat, **{name: limits.model_dump() for name, limits in self.models.items()}}
+
+
+_NOT_A_LIMIT = f'not a limit; a model\'s table takes {", ".join(LIMIT_KEYS)}, and [model."<name>"] tables'
 
 
 class SchedulerConfig(_Strict):
@@ -88,6 +128,11 @@ class AnalyzersConfig(_Strict):
 
     sarif: Annotated[list[_Pattern], Field(max_length=_MAX_PATTERNS)] = Field(
         default_factory=list, description="SARIF files, relative to the repository root."
+    )
+    results: Annotated[list[_Pattern], Field(max_length=_MAX_PATTERNS)] = Field(
+        default_factory=list,
+        description="Analyzer output files (SARIF, `bandit -f json`, `semgrep --json`; told apart by their content), "
+        "relative to the repository root.",
     )
     run: list[Literal["bandit", "ruff"]] = Field(
         default_factory=list, description="Analyzers to run over the repository when they are installed."
@@ -143,6 +188,7 @@ def with_env(config: SessionConfig, environ: Mapping[str, str] | None = None) ->
     if not overrides:
         return config
     data = config.model_dump()
+    data["model"] = config.model.as_table()
     for name, value in overrides.items():
         section, key = ENV_OVERRIDES[name]
         data[section][key] = value
@@ -199,30 +245,48 @@ def load_config(root: Path, explicit: Path | None = None) -> SessionConfig:
     try:
         config = SessionConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}" for err in exc.errors()
-        )
+        problems = "; ".join(_problem(err) for err in exc.errors())
         raise ConfigError(f"{path} has invalid settings: {problems}. Fix them and call next_step again.") from exc
     config = _anchored(config, root) if trusted else _confined(config, root, path)
     return with_env(config)
 
 
+def _problem(err: Mapping[str, Any]) -> str:
+    """One validation error, placed as the user wrote it: ``[model."<name>"] key`` for a model's table."""
+    loc = [str(p) for p in err["loc"]]
+    message = str(err["msg"]).removeprefix("Value error, ")
+    if loc[:2] == ["model", "models"] and len(loc) >= 3:
+        where = f'[model."{loc[2]}"]' + (f" {'.'.join(loc[3:])}" if len(loc) > 3 else "")
+        if err["type"] == "extra_forbidden":
+            message = _NOT_A_LIMIT
+        return f"{where}: {message}"
+    if loc == ["model"] and message.startswith("[model]"):
+        return message
+    return f"{'.'.join(loc) or '(top level)'}: {message}"
+
+
 def _anchored(config: SessionConfig, root: Path) -> SessionConfig:
     """The user's config: its relative paths are taken from the root, so they read the same from anywhere."""
-    sarif = [p if Path(p).is_absolute() else str(root / p) for p in config.analyzers.sarif]
-    return config.model_copy(update={"analyzers": config.analyzers.model_copy(update={"sarif": sarif})})
+    anchored = {
+        key: [p if Path(p).is_absolute() else str(root / p) for p in getattr(config.analyzers, key)]
+        for key in ("sarif", "results")
+    }
+    return config.model_copy(update={"analyzers": config.analyzers.model_copy(update=anchored)})
 
 
 def _confined(config: SessionConfig, root: Path, path: Path) -> SessionConfig:
     """The repository's own config: every path inside the root, and nothing only the user may set."""
-    for i, raw in enumerate(config.analyzers.sarif):
+    named = [("sarif", i, raw) for i, raw in enumerate(config.analyzers.sarif)]
+    named += [("results", i, raw) for i, raw in enumerate(config.analyzers.results)]
+    for key, i, raw in named:
         try:
             resolve_inside(root, normalize_relpath(raw))
         except PathError as exc:
             raise ConfigError(
-                f"{path}: [analyzers] sarif[{i}] = {raw!r} is refused: {exc}. A repository's own config may only "
-                "name files inside the repository; to import a SARIF file from elsewhere pass it with "
-                "--analyzer-sarif, or list it in your own config (--config or AUDIT_MCP_CONFIG)."
+                f"{path}: [analyzers] {key}[{i}] = {raw!r} is refused: {exc}. A repository's own config may only "
+                "name files inside the repository; to import analyzer output from elsewhere pass it with "
+                "--analyzer-results (or --analyzer-sarif), or list it in your own config (--config or "
+                "AUDIT_MCP_CONFIG)."
             ) from exc
     if config.scheduler.probe != "never":
         raise ConfigError(

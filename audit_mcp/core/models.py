@@ -111,6 +111,11 @@ class MergeSummary(BaseModel):
         default_factory=dict,
         description="Packets whose results file was refused, with its errors; they are handed out again.",
     )
+    worker_output: dict[str, str] = Field(
+        default_factory=dict,
+        description="What workers that did their packet printed about usage and rate limits, by packet; it is "
+        "learned as a failed worker's error text is.",
+    )
     coverage: dict[str, int]
     completeness: str
     next_action: str

@@ -1,4 +1,5 @@
-"""Analyzer leads: alerts of static analyzers (any SARIF 2.1.0 producer) imported as places to check.
+"""Analyzer leads: alerts of static analyzers (any SARIF 2.1.0 producer, bandit's and semgrep's JSON) imported
+as places to check.
 
 A lead is not a finding. The packet that reviews its file carries it, and the
 reviewer confirms or refutes it (``leads`` in a task result); the report shows
@@ -9,24 +10,19 @@ mapped to the repository's manifest, and alerts outside it are dropped.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
-from audit_mcp.core.errors import ConfigError, PathError
-from audit_mcp.core.fs import normalize_relpath
+from audit_mcp.core.errors import ConfigError
+from audit_mcp.findings.lead_formats import clean, cwe_numbers, detect, parse_plain, refusal, relpath
 from audit_mcp.store.records import Lead, Verdict
 
 MAX_LEADS = 2_000
 MAX_LEADS_PER_PACKET = 40
-MAX_MESSAGE_CHARS = 300
 MAX_SARIF_BYTES = 50_000_000
 LEVEL_RANK = {"error": 0, "warning": 1, "note": 2, "none": 3}
-_CWE_TAG = re.compile(r"cwe[-/_ ]?(\d{1,5})", re.I)
-_UNSAFE = re.compile(r"[\x00-\x1f|`]+")
 
 
 @dataclass(frozen=True)
@@ -36,41 +32,14 @@ class Import:
     """Alerts not imported, by reason (outside the repository, not in scope, duplicate, over the limit)."""
 
 
-def _clean(text: str, cap: int = MAX_MESSAGE_CHARS) -> str:
-    """Analyzer text can quote the untrusted code: one line, no table or code-fence breakers, capped."""
-    flat = _UNSAFE.sub(" ", text).strip()
-    return flat if len(flat) <= cap else flat[: cap - 1] + "…"
-
-
-def _relpath(uri: str, base_uri: str | None, root: Path) -> str | None:
-    """A repo-relative path for an artifact URI, or None when it points outside the root."""
-    parsed = urlparse(uri)
-    if parsed.scheme == "file" or (parsed.scheme == "" and uri.startswith("/")):
-        absolute = Path(unquote(parsed.path)).resolve()
-    elif parsed.scheme:
-        return None
-    elif base_uri is not None and urlparse(base_uri).scheme == "file":
-        absolute = (Path(unquote(urlparse(base_uri).path)) / unquote(uri)).resolve()
-    else:
-        try:
-            return normalize_relpath(unquote(uri))
-        except PathError:
-            return None
-    try:
-        return PurePosixPath(absolute.relative_to(root.resolve()).as_posix()).as_posix()
-    except ValueError:
-        return None
-
-
 def _rules(run: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     rules = (run.get("tool") or {}).get("driver", {}).get("rules") or []
     return {r["id"]: r for r in rules if isinstance(r, Mapping) and isinstance(r.get("id"), str)}
 
 
 def _cwes(rule: Mapping[str, Any], result: Mapping[str, Any]) -> tuple[str, ...]:
-    tags = [*((rule.get("properties") or {}).get("tags") or []), *((result.get("properties") or {}).get("tags") or [])]
-    return tuple(
-        dict.fromkeys(m.group(1).lstrip("0") for t in tags if isinstance(t, str) for m in [_CWE_TAG.search(t)] if m)
+    return cwe_numbers(
+        [*((rule.get("properties") or {}).get("tags") or []), *((result.get("properties") or {}).get("tags") or [])]
     )
 
 
@@ -101,7 +70,7 @@ def parse_sarif(
             except (KeyError, IndexError, TypeError):
                 dropped["no location"] = dropped.get("no location", 0) + 1
                 continue
-            path = _relpath(str(uri), bases.get(artifact.get("uriBaseId")), root)
+            path = relpath(str(uri), bases.get(artifact.get("uriBaseId")), root)
             if path is None:
                 dropped["outside the repository"] = dropped.get("outside the repository", 0) + 1
                 continue
@@ -119,13 +88,13 @@ def parse_sarif(
             leads.append(
                 Lead(
                     lead_id="",
-                    tool=_clean(tool, 60),
-                    rule_id=_clean(rule_id, 100),
+                    tool=clean(tool, 60),
+                    rule_id=clean(rule_id, 100),
                     path=path,
                     start_line=max(1, start),
                     end_line=max(start, end, 1),
                     level=level if level in LEVEL_RANK else "warning",
-                    message=_clean(str(text or rule_id)),
+                    message=clean(str(text or rule_id)),
                     cwes=_cwes(rule, result),
                     help_uri=rule.get("helpUri") if isinstance(rule.get("helpUri"), str) else None,
                 )
@@ -134,17 +103,24 @@ def parse_sarif(
 
 
 def import_leads(sources: Iterable[tuple[str, bytes]], root: Path, in_scope: Callable[[str], bool]) -> Import:
-    """Leads from every SARIF document (its name and bytes), deduplicated, numbered L001… in file and line order."""
+    """Leads from every analyzer document (its name and bytes; SARIF, bandit or semgrep JSON, told apart by
+    their content), deduplicated, numbered L001… in file and line order."""
     found: list[Lead] = []
     dropped: dict[str, int] = {}
     for source, data in sources:
         if len(data) > MAX_SARIF_BYTES:
-            raise ConfigError(f"analyzer SARIF {source} is over {MAX_SARIF_BYTES} bytes; filter it first")
+            raise ConfigError(f"analyzer results {source} are over {MAX_SARIF_BYTES} bytes; filter them first")
         try:
             doc = json.loads(data)
         except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, too deep, or a number too long
-            raise ConfigError(f"analyzer SARIF {source} is not valid JSON: {str(exc)[:200]}") from exc
-        leads, skipped = parse_sarif(doc, source, root, in_scope)
+            raise ConfigError(f"analyzer results {source} are not valid JSON: {str(exc)[:200]}") from exc
+        kind = detect(doc)
+        if kind is None:
+            raise ConfigError(refusal(doc, source))
+        if kind == "sarif":
+            leads, skipped = parse_sarif(doc, source, root, in_scope)
+        else:
+            leads, skipped = parse_plain(doc, kind, root, in_scope)
         found += leads
         for reason, n in skipped.items():
             dropped[reason] = dropped.get(reason, 0) + n

@@ -84,10 +84,10 @@ def learn(learned: Learned, outcome: RunOutcome, now: datetime, prior: float, ha
     elif outcome.absorbed:
         updated = replace(updated, last_429_at=now)  # a stray retry: neither narrower nor wider
     elif outcome.succeeded and outcome.launched and outcome.wave_size < base / 2:
-        updated = replace(updated, hard_stop=None)
+        updated = replace(updated, hard_stop=outcome.hard_stop)
     elif outcome.succeeded and outcome.launched:
         grown = None if current is None else min(float(MAX_LEARNED_CAP), base + 1)
-        updated = replace(updated, cap=grown, clean_runs=learned.clean_runs + 1, hard_stop=None)
+        updated = replace(updated, cap=grown, clean_runs=learned.clean_runs + 1, hard_stop=outcome.hard_stop)
     return _calibrate(updated, outcome)
 
 

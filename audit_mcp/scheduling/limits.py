@@ -76,8 +76,8 @@ def provider_for(model: str) -> str:
 
 
 def resolve_limits(model: str | None, provider: str | None, config: ModelConfig) -> ResolvedLimits:
-    """The limits of ``model``: the session config (which carries the environment's overrides, validated by
-    ``core.config``) over the known-model table over the built-in defaults."""
+    """The limits of ``model``, key by key: the environment's overrides (validated by ``core.config``), then the
+    model's own ``[model."<name>"]`` table, then ``[model]``, then the known-model table, then the defaults."""
     from_env = {ENV_OVERRIDES[name][1]: name for name in env_overrides() if ENV_OVERRIDES[name][0] == "model"}
     name = (model or "unknown").strip() or "unknown"
     limits = {key: Limit(value, "built-in default", "low") for key, value in _DEFAULTS.items()}
@@ -86,11 +86,14 @@ def resolve_limits(model: str | None, provider: str | None, config: ModelConfig)
         context, output = _KNOWN_MODELS[prefix]
         limits["context_tokens"] = Limit(context, f"known-model table ({prefix})", "low")
         limits["output_tokens"] = Limit(output, f"known-model table ({prefix})", "low")
+    table, own = config.for_model(name)
     for key in _DEFAULTS:
-        configured = getattr(config, key)
-        if configured is not None:
-            source = f"environment {from_env[key]}" if key in from_env else "session config [model]"
-            limits[key] = Limit(int(configured), source, "medium")
+        if key in from_env:  # the environment wins over every table (core.config put it in [model])
+            limits[key] = Limit(int(getattr(config, key)), f"environment {from_env[key]}", "medium")
+        elif own is not None and getattr(own, key) is not None:
+            limits[key] = Limit(int(getattr(own, key)), f'session config [model."{table}"]', "medium")
+        elif getattr(config, key) is not None:
+            limits[key] = Limit(int(getattr(config, key)), "session config [model]", "medium")
     return ResolvedLimits(provider or provider_for(name), name, limits)
 
 

@@ -66,8 +66,13 @@ def run_outcome(
     reported: Mapping[str, str],
     usage: Sequence[tuple[Mapping[str, Any], int]],
     now: datetime,
+    printed: Mapping[str, str] | None = None,
 ) -> RunOutcome:
-    """What a merged run says: rate-limited failures, waits, hard stops, limits quoted in errors, usage."""
+    """What a merged run says: rate-limited failures, waits, hard stops, limits quoted in errors, usage.
+
+    ``printed`` is what successful workers printed about rate limits, by packet: read as error text is
+    (quoted limits, hard stops), while those packets' success stands.
+    """
     signals = [parse_error_text(text, now) for text in reported.values()]
     limited = [s for s in signals if s.rate_limited]
     waits = [w for s in limited if (w := s.wait_until(now)) is not None]
@@ -75,6 +80,11 @@ def run_outcome(
     for s in signals:
         observed.update(s.limits)
     hard = next((s.hard_stop for s in signals if s.hard_stop), None)
+    for packet_id, text in (printed or {}).items():
+        signal = parse_error_text(text, now)
+        observed.update(signal.limits)
+        if signal.hard_stop and hard is None:
+            hard = f"{signal.hard_stop} (printed by the worker of packet {packet_id}, whose work is kept)"
     return RunOutcome(
         launched=launched,
         wave_size=wave_size,

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from audit_mcp.scheduling.ratelimits import parse_error_text
+
 MAX_LINE_CHARS = 1_000_000
 MAX_TEXT_LINES = 40
 _HEADER = re.compile(r"\b(?:anthropic-ratelimit-[a-z0-9-]+|x-ratelimit-[a-z0-9-]+|retry-after(?:-ms)?)\s*[:=]", re.I)
@@ -135,3 +137,24 @@ def _rate_limit_event(info: dict[str, Any]) -> list[str]:
     if isinstance(info.get("rateLimitType"), str):
         lines.append(f"the {info['rateLimitType']} usage window was rejected")
     return lines
+
+
+def describe(report: WorkerReport, now: datetime) -> str:
+    """One line for a person: the usage a worker printed and the limits or stops its output stated."""
+    parts = []
+    u = report.usage
+    if u.get("input_tokens") or u.get("output_tokens"):
+        figures = [f"{u.get('input_tokens', 0):.0f} input, {u.get('output_tokens', 0):.0f} output tokens"]
+        if u.get("api_calls"):
+            figures.append(f"{u['api_calls']:.0f} call(s)")
+        if u.get("seconds"):
+            figures.append(f"{u['seconds']:.0f}s")
+        parts.append(f"usage ({', '.join(figures)})")
+    if u.get("rate_limited_calls"):
+        parts.append(f"{u['rate_limited_calls']:.0f} rate-limited call(s) it retried")
+    signal = parse_error_text(report.text, now) if report.text else None
+    if signal is not None and signal.limits:
+        parts.append(f"rate-limit headers ({', '.join(f'{k}={v}' for k, v in sorted(signal.limits.items()))})")
+    if signal is not None and signal.hard_stop:
+        parts.append(f"a hard stop ({signal.hard_stop})")
+    return " and ".join(parts)

@@ -27,7 +27,19 @@ from typing import Any, Literal, TextIO
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.core.models import Step
 from audit_mcp.scheduling.failures import classify
-from audit_mcp.surfaces.workers import Worker, fill_template, launch, reap, stop, tail, wait_a_little, worker_env
+from audit_mcp.scheduling.worker_output import WorkerReport, describe, read_worker_output
+from audit_mcp.surfaces.workers import (
+    Worker,
+    current_output,
+    fill_template,
+    launch,
+    reap,
+    stop,
+    tail,
+    wait_a_little,
+    worker_env,
+)
+from audit_mcp.usecases.probing import probe_before_run
 from audit_mcp.usecases.service import AuditService
 
 __all__ = ["HeadlessResult", "HeadlessRunner", "fill_template", "interrupt_on_sigterm", "print_result", "worker_env"]
@@ -68,6 +80,7 @@ class HeadlessRunner:
         since: str | None = None,
         max_runs: int | None = None,
         retry_blocked: bool = False,
+        quota_probe: str | None = None,
         command: list[str] | None = None,
         say: Say = lambda _line: None,
         sleep: Sleep = time.sleep,  # only for rate-limit cooldowns
@@ -93,10 +106,12 @@ class HeadlessRunner:
         self.since = since
         self.max_runs = max_runs
         self.retry_blocked = retry_blocked
+        self.quota_probe = quota_probe
         self.command = command
         self.say = say
         self.sleep = sleep
         self.env = dict(os.environ if env is None else env)
+        self._printed: dict[str, WorkerReport] = {}
 
     def run(self) -> HeadlessResult:
         caps: dict[str, Any] = {
@@ -104,6 +119,10 @@ class HeadlessRunner:
             "max_active_subagents": self.max_workers,
             "model": self.model,
         }
+        probed = probe_before_run(self.service, self.model, self.quota_probe)
+        if probed.note:
+            learned = "".join(f"; learned {k}={v}" for k, v in probed.learned.items())
+            self.say(f"provider probe: {probed.note}{learned}")
         step = self.service.next_step(caps, client_name=CLIENT_NAME, since=self.since, retry_blocked=self.retry_blocked)
         result = HeadlessResult(EXIT_PARTIAL, "partial", "", step)
         while step.step_kind in ("dispatch_review", "single_task_fallback") and step.run_id:
@@ -132,7 +151,8 @@ class HeadlessRunner:
             # A refused results file is not an error the worker saw: the merge reads the file again and
             # hands the packet out with the file's errors.
             seen = [{"packet_id": p, "error": e} for p, e in failures.items() if not e.startswith(_REFUSED_FILE)]
-            summary = self.service.merge_and_ingest(step.run_id, seen, actor="headless")
+            summary = self.service.merge_and_ingest(step.run_id, seen, actor="headless", printed=self._printed)
+            self._printed = {}
             for packet_id in summary.ingested_from_files:
                 result.failures.pop(packet_id, None)
             self.say(
@@ -250,11 +270,11 @@ class HeadlessRunner:
     def _outcome(self, run_id: str, worker: Worker, timed_out: bool) -> str | None:
         """None when the packet's work is recorded (submitted, or its results file); else the error to report."""
         if worker.packet_id in self._submitted(run_id):
-            self.say(f"  {worker.packet_id}: submitted")
+            self.say(f"  {worker.packet_id}: submitted{self._read_output(worker)}")
             return None
         receipt = self.service.collect_results_file(run_id, worker.packet_id)
         if receipt is not None and receipt.accepted:
-            self.say(f"  {worker.packet_id}: results file accepted")
+            self.say(f"  {worker.packet_id}: results file accepted{self._read_output(worker)}")
             return None
         path = self.service.results_path(run_id, worker.packet_id)
         if receipt is not None:
@@ -266,6 +286,15 @@ class HeadlessRunner:
         code = worker.process.returncode
         output = tail(worker.stderr) or tail(worker.stdout)
         return f"the worker exited with code {code} {missing}: {output}".strip()
+
+    def _read_output(self, worker: Worker) -> str:
+        """What a worker that did its packet printed about usage and rate limits, kept for the merge."""
+        report = read_worker_output(current_output(worker.stdout), current_output(worker.stderr))
+        if report.empty:
+            return ""
+        self._printed[worker.packet_id] = report
+        line = describe(report, datetime.now(UTC))
+        return f"; it printed {line}" if line else ""
 
 
 def interrupt_on_sigterm() -> None:

@@ -59,6 +59,15 @@ Since = Annotated[
     str | None,
     Field(description="A git ref: an audit that starts in this call reviews only the files changed since it."),
 ]
+AnalyzerResults = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=1_000)]] | None,
+    Field(
+        description="Files of static-analyzer output whose alerts become leads for the reviewers: SARIF from any "
+        "analyzer, `bandit -f json` or `semgrep --json` (told apart by their content). Paths inside the "
+        "repository, relative to its root. Read when an audit starts (with new_audit for a new one).",
+        max_length=100,
+    ),
+]
 Provider = Annotated[
     str | None,
     Field(description="The model's provider (anthropic, openai, google) when the model name does not say."),

@@ -126,6 +126,7 @@ def build_server(
         new_audit: p.NewAudit = False,
         retry_blocked: p.RetryBlocked = False,
         since: p.Since = None,
+        analyzer_results: p.AnalyzerResults = None,
     ) -> Step:
         """Advance the audit of a repository and return the one step the host must do next.
 
@@ -135,6 +136,8 @@ def build_server(
         Host capability arguments are answers to a capability_check and are remembered for the audit.
         `new_audit` starts a fresh audit after a finished one; `retry_blocked` clears a blocker once
         its cause is fixed. `since` (a git ref) limits an audit that starts now to the files changed since it.
+        `analyzer_results` names analyzer output (SARIF, bandit or semgrep JSON) inside the repository whose
+        alerts the reviewers check.
         """
         service = _call(lambda: registry.get(root))
         registry.current = service
@@ -158,6 +161,7 @@ def build_server(
                     retry_blocked=retry_blocked,
                     progress=progress,
                     since=since,
+                    analyzer_files=analyzer_results or (),
                 )
             )
         )

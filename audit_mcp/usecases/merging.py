@@ -16,6 +16,7 @@ from audit_mcp.engine.ingest import INVALID_RESULTS, ingest_run
 from audit_mcp.engine.inputs import Failure, shape_problems
 from audit_mcp.scheduling.failures import NOT_SUBMITTED, classify
 from audit_mcp.scheduling.pacing import pacing_settings, run_outcome
+from audit_mcp.scheduling.worker_output import WorkerReport, describe
 from audit_mcp.store.records import FileRow
 from audit_mcp.usecases.deferred import ingest_deferred
 from audit_mcp.usecases.rates import learn_from_run
@@ -31,10 +32,14 @@ def merge_and_ingest(
     *,
     actor: str = "host",
     progress: Progress | None = None,
+    printed: Mapping[str, WorkerReport] | None = None,
 ) -> MergeSummary:
     """Merge a run once; a second call for the same run changes nothing and says so.
 
     The failures are checked before anything changes: a bad one refuses the whole call (``InputError``).
+    ``printed`` is what workers that did their packet printed about usage and rate limits (``audit-mcp run``
+    reads it from their output): their usage figures win over the submitted ones key by key (the agent
+    measured them), and their rate-limit text is learned as a failed worker's error text is.
     """
     if problem := id_problem("run_id", run_id):
         raise InputError([("/run_id", problem)], "Nothing changed. Take run_id from the current step.")
@@ -93,11 +98,12 @@ def merge_and_ingest(
         }
         accepted = tx.run_submissions(run_id)
         outcome = ingest_run(tx, audit.audit_id, run, packets, failed, config.max_attempts, now, accepted)
-        usage = [
-            (sub.get("usage") or {}, p.estimated_tokens)
-            for p in packets
-            if (sub := accepted.get(p.packet_id)) is not None
-        ]
+        seen = {pid: r for pid, r in (printed or {}).items() if pid in submitted}
+        usage: list[tuple[dict[str, Any], int]] = []
+        for p in packets:
+            if (sub := accepted.get(p.packet_id)) is not None:
+                measured = seen[p.packet_id].usage if p.packet_id in seen else {}
+                usage.append(({**(sub.get("usage") or {}), **measured}, p.estimated_tokens))
         taught = run_outcome(
             launched=len(packets),
             wave_size=run.wave_size,
@@ -105,7 +111,9 @@ def merge_and_ingest(
             reported=reported,
             usage=usage,
             now=ws.clock(),
+            printed={pid: r.text for pid, r in seen.items() if r.text},
         )
+        told = {pid: line for pid, r in seen.items() if (line := describe(r, ws.clock()))}
         if taught.hard_stop:
             tx.set_blocker(
                 audit.audit_id,
@@ -124,7 +132,8 @@ def merge_and_ingest(
             actor=actor,
             action="merge_and_ingest",
             detail=f"run {run_id}: {outcome.merged} merged, {outcome.failed} failed, {outcome.covered} "
-            f"task(s) covered, {len(outcome.requeued)} requeued",
+            f"task(s) covered, {len(outcome.requeued)} requeued"
+            + (f"; successful workers printed usage or rate limits for {', '.join(sorted(told))}" if told else ""),
             outcome="ok",
         )
     learn_from_run(ws, run, taught, half_life)
@@ -141,6 +150,7 @@ def merge_and_ingest(
         failure_kinds=outcome.kinds,
         ingested_from_files=deferred.ingested,
         invalid_results_files=deferred.refused,
+        worker_output=told,
         coverage=totals(counts),
         completeness=completeness(counts),
         next_action="Call next_step now: it hands out what is still open, or writes the report.",

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp.core.config import SessionConfig
-from audit_mcp.core.errors import AuditError, ConfigError
+from audit_mcp.core.errors import AuditError, ConfigError, InputError, PathError
+from audit_mcp.core.fs import inside, normalize_relpath, resolve_inside
 from audit_mcp.core.models import HostCapabilities, Step
 from audit_mcp.core.progress import Progress, tell
 from audit_mcp.engine import hosts
@@ -39,15 +40,18 @@ def next_step(
     analyzer_sarif: Sequence[Path] = (),
     since: str | None = None,
     lenses: Sequence[str] | None = None,
+    analyzer_files: Sequence[str] = (),
 ) -> Step:
     """Run every inline obligation, then return the one Step that needs the agent.
 
-    ``analyzer_sarif`` adds SARIF files to the config's ``analyzers.sarif``; they are read when an
-    audit starts. ``since`` overrides the config's git ref for an audit that starts in this call
+    ``analyzer_sarif`` (the user's own files, any place) and ``analyzer_files`` (a host's, confined to the
+    repository root) add analyzer output (SARIF, bandit or semgrep JSON) to the config's; they are read
+    when an audit starts. ``since`` overrides the config's git ref for an audit that starts in this call
     (intake reads it). ``lenses`` replaces the config's ``lenses`` for an audit that starts in this call,
     and is remembered for it.
     """
     arguments = dict(capabilities or {})
+    confined = [_confined(ws, i, raw) for i, raw in enumerate(analyzer_files)]
     if client_name:
         arguments["client_name"] = client_name  # remembered with the answers: forecasts plan for this client
     chosen = list(lenses) if lenses else None
@@ -57,10 +61,11 @@ def next_step(
         config = ws.config(fresh=new_audit)
         if chosen:
             config = config.model_copy(update={"lenses": chosen})
-        if analyzer_sarif:
+        if analyzer_sarif or confined:
             # Paths from the command line are relative to the caller's directory; make them absolute.
-            sarif = [*config.analyzers.sarif, *(str(Path(p).resolve()) for p in analyzer_sarif)]
-            config = config.model_copy(update={"analyzers": config.analyzers.model_copy(update={"sarif": sarif})})
+            given = [*config.analyzers.results, *(str(Path(p).resolve()) for p in analyzer_sarif), *confined]
+            analyzers = config.analyzers.model_copy(update={"results": given})
+            config = config.model_copy(update={"analyzers": analyzers})
         if since:
             config = config.model_copy(update={"since": since})
         audit_lenses = resolve_lenses(config)
@@ -69,8 +74,9 @@ def next_step(
         return stepping.write_step(ws, stepping.blocked(ws, str(exc), caps))
     # The audit this call found: a new audit replaces that one, so callers that race to start one all join the
     # first that does (single-flight), whatever the audit each of them sees later in the loop.
+    named = [*analyzer_sarif, *map(Path, confined)]
     started_on = _take_answers(
-        ws, arguments, new_audit=new_audit, retry_blocked=retry_blocked, analyzer_sarif=analyzer_sarif, lenses=chosen
+        ws, arguments, new_audit=new_audit, retry_blocked=retry_blocked, analyzer_sarif=named, lenses=chosen
     )
     _collect_results_files(ws)
     start_fresh = new_audit
@@ -113,8 +119,8 @@ def _take_answers(
         live = audit is not None and audit.abandoned_at is None
         if analyzer_sarif and live and not new_audit:
             raise ConfigError(
-                "analyzer SARIF files are read when an audit starts; pass them on the first "
-                "next-step, or with --new-audit to start a new audit"
+                "analyzer results (SARIF, bandit or semgrep JSON) are read when an audit starts; pass them on "
+                "the first next-step, or with --new-audit (new_audit=true) to start a new audit"
             )
         if lenses and audit is not None and not new_audit:
             raise ConfigError(
@@ -141,6 +147,23 @@ def _take_answers(
         if audit is not None:
             tx.set_host_caps(audit.audit_id, hosts.remember(arguments, remembered))
         return audit.audit_id if audit is not None else None
+
+
+def _confined(ws: Workspace, index: int, raw: str) -> str:
+    """A host's analyzer output path, relative to the root, or ``InputError`` when it is not inside it."""
+    try:
+        absolute = Path(raw).is_absolute()
+        if absolute and not inside(ws.root, Path(raw)):
+            raise PathError(f"'{raw}' is outside the repository root")
+        rel = Path(raw).resolve().relative_to(ws.root.resolve()).as_posix() if absolute else normalize_relpath(raw)
+        resolve_inside(ws.root, rel)
+    except PathError as exc:
+        raise InputError(
+            [(f"/analyzer_results/{index}", str(exc))],
+            "Nothing changed. Write the analyzer's output inside the repository (for example under .audit-mcp/) "
+            "and name it relative to the root, then call next_step again.",
+        ) from exc
+    return rel
 
 
 def _collect_results_files(ws: Workspace) -> None:

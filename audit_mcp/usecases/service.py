@@ -19,6 +19,7 @@ from audit_mcp.core.operations import AbandonResult, CleanupResult, RequeueResul
 from audit_mcp.core.progress import Progress
 from audit_mcp.engine.templates import render
 from audit_mcp.findings.report import ReportInput
+from audit_mcp.scheduling.worker_output import WorkerReport
 from audit_mcp.usecases import (
     abandoning,
     cleaning,
@@ -55,6 +56,7 @@ class AuditService(Workspace):
         analyzer_sarif: Sequence[Path] = (),
         since: str | None = None,
         lenses: Sequence[str] | None = None,
+        analyzer_files: Sequence[str] = (),
     ) -> Step:
         """Run every inline obligation, then return the one Step that needs the agent."""
         return next_step.next_step(
@@ -67,6 +69,7 @@ class AuditService(Workspace):
             analyzer_sarif=analyzer_sarif,
             since=since,
             lenses=lenses,
+            analyzer_files=analyzer_files,
         )
 
     def submit_packet(self, run_id: str, packet_id: str, results: Any, usage: Any = None) -> Receipt:
@@ -94,8 +97,9 @@ class AuditService(Workspace):
         *,
         actor: str = "host",
         progress: Progress | None = None,
+        printed: Mapping[str, WorkerReport] | None = None,
     ) -> MergeSummary:
-        return merging.merge_and_ingest(self, run_id, failures, actor=actor, progress=progress)
+        return merging.merge_and_ingest(self, run_id, failures, actor=actor, progress=progress, printed=printed)
 
     # operator verbs ---------------------------------------------------------------------
     def explain_task(self, task_id: str) -> TaskExplanation:

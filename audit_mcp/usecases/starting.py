@@ -30,7 +30,8 @@ def intake(
     manifest = build_manifest(ws.root, ws.artifacts_dir, config)
     in_scope = {f.path for f in manifest.in_scope}
     ran = run_analyzers(config.analyzers.run, ws.root, ws.artifacts_dir / "analyzers")
-    sources = [_read_sarif(ws, i, p) for i, p in enumerate(config.analyzers.sarif)]
+    sources = [_read_sarif(ws, "sarif", i, p) for i, p in enumerate(config.analyzers.sarif)]
+    sources += [_read_sarif(ws, "results", i, p) for i, p in enumerate(config.analyzers.results)]
     sources += [(str(r.sarif), read_capped(r.sarif, MAX_SARIF_BYTES)) for r in ran if r.sarif is not None]
     imported = import_leads(sources, ws.root, in_scope.__contains__)
     now = ws.now()
@@ -75,21 +76,22 @@ def intake(
         )
 
 
-def _read_sarif(ws: Workspace, index: int, path: str) -> tuple[str, bytes]:
-    """An analyzer SARIF file: one the user named (an absolute path) as given, one the repository's config
-    names (relative) only as a regular file inside the root."""
+def _read_sarif(ws: Workspace, key: str, index: int, path: str) -> tuple[str, bytes]:
+    """An analyzer output file: one the user named (an absolute path) as given, one the repository's config
+    (or a host's ``analyzer_results``) names relative to the root only as a regular file inside it."""
     try:
         if Path(path).is_absolute():
             return path, read_capped(Path(path), MAX_SARIF_BYTES)
         return path, read_confined(ws.root, path, MAX_SARIF_BYTES)
     except PathError as exc:
         named = (
-            "given with --analyzer-sarif or in your config"
+            "given with --analyzer-results or in your config"
             if Path(path).is_absolute()
-            else f"named by analyzers.sarif[{index}] (relative to the repository root)"
+            else f"named by analyzers.{key}[{index}] or analyzer_results (relative to the repository root)"
         )
+        kind = "SARIF" if key == "sarif" else "results"
         raise ConfigError(
-            f"cannot read analyzer SARIF {path}, {named}: {exc}. Fix the path or drop it, then call next_step again."
+            f"cannot read analyzer {kind} {path}, {named}: {exc}. Fix the path or drop it, then call next_step again."
         ) from exc
 
 

@@ -46,13 +46,15 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--new-audit", action="store_true", help="start a fresh audit after a finished one")
     p.add_argument("--retry-blocked", action="store_true", help="clear a blocker whose cause is fixed")
     p.add_argument(
+        "--analyzer-results",
         "--analyzer-sarif",
+        dest="analyzer_sarif",
         action="append",
         type=Path,
         default=[],
         metavar="FILE",
-        help="SARIF of a static analyzer whose alerts become leads for the reviewers (repeatable; "
-        "read when an audit starts)",
+        help="a static analyzer's output whose alerts become leads for the reviewers: SARIF from any analyzer, "
+        "`bandit -f json` or `semgrep --json`, told apart by content (repeatable; read when an audit starts)",
     )
     p.add_argument(
         "--since", metavar="REF", help="audit only files changed since this git ref (for an audit that starts now)"

@@ -32,7 +32,11 @@ def register(sub: Subparsers) -> None:
             "--results", type=Path, metavar="FILE", help="one results file, named <packet_id>.json unless --packet-id"
         )
         source.add_argument(
-            "--batch-results-dir", type=Path, metavar="DIR", help="every *.json in DIR, each named by its packet id"
+            "--batch-results-dir",
+            "--batch-results",
+            type=Path,
+            metavar="DIR",
+            help="every *.json in DIR, each named by its packet id",
         )
         p.add_argument("--packet-id", help="the packet of --results, when its file name is not the packet id")
         p.add_argument("--run-id", help="the run of the packet (default: the packet's own)")

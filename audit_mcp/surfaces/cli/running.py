@@ -36,6 +36,13 @@ def register(sub: Subparsers) -> None:
         help="submit: workers run `audit-mcp submit-packet` (default); file: workers only write their results "
         "file ({results_path}), which is checked and recorded when they exit",
     )
+    p.add_argument(
+        "--quota-probe",
+        choices=("auto", "never", "force"),
+        help="before planning, ask the provider's models endpoint about --host-model and learn the limits its "
+        "rate-limit headers state: auto (when its API key is set), never, or force (refuse to start without "
+        "them); default: [scheduler] probe, else never",
+    )
     p.add_argument("--since", metavar="REF", help="for an audit that starts now: only files changed since this git ref")
     p.add_argument(
         "--max-runs",
@@ -68,6 +75,7 @@ def _run(args: argparse.Namespace) -> int:
         since=args.since,
         max_runs=args.max_runs,
         retry_blocked=args.retry_blocked,
+        quota_probe=args.quota_probe,
         command=["audit-mcp", *args.argv],
         say=lambda line: print(f"audit-mcp: {line}", file=sys.stderr, flush=True),
     )
