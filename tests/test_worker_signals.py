@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from tests.driving import run_id
 from tests.test_headless import EXE, headless
 
 MODEL = "claude-sonnet-4-6"
@@ -26,7 +27,10 @@ def test_usage_and_headers_printed_by_successful_workers_are_learned_and_reporte
         repo, tmp_path / "state", "--host-model", MODEL, SCRIPTED_WORKER_PRINTS="claude", SCRIPTED_WORKER_HEADERS="P01"
     )
     assert proc.returncode == 0, proc.stderr
-    assert "A1-R1-P01: submitted; it printed usage (21620 input, 4106 output tokens, 14 call(s), 62s)" in proc.stderr
+    assert (
+        f"{run_id(repo)}-P01: submitted; it printed usage (21620 input, 4106 output tokens, 14 call(s), 62s)"
+        in proc.stderr
+    )
     assert "rate-limit headers (input_tokens_per_minute=450000, requests_per_minute=1000)" in proc.stderr
     quota = _cli(repo, "quota", "--host-model", MODEL)
     itpm = quota["limits"]["input_tokens_per_minute"]
@@ -51,9 +55,9 @@ def test_a_rejected_usage_window_printed_by_a_successful_worker_stops_the_run_fo
     result = json.loads(proc.stdout)
     # The work the worker did is kept; the window it reported is a hard stop, as a failed worker's would be.
     assert proc.returncode == 4, proc.stderr
-    assert result["outcome"] == "blocked" and "A1-R1-P01" not in result["failed_packets"]
+    assert result["outcome"] == "blocked" and f"{run_id(repo)}-P01" not in result["failed_packets"]
     assert "usage window is exhausted until" in result["message"], result["message"]
-    assert "printed by the worker of packet A1-R1-P01, whose work is kept" in result["message"]
+    assert f"printed by the worker of packet {run_id(repo)}-P01, whose work is kept" in result["message"]
     handoff = json.loads((repo / ".audit-mcp" / "steps" / "operator-handoff.json").read_text())
     assert handoff["blocker_recorded"] is True and "--retry-blocked" in handoff["resume_command"]
     assert "run --root" in handoff["resume_command"] and "usage window" in handoff["what_happened"]
