@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ class _Provider:
 
 
 @pytest.fixture
-def provider(monkeypatch: pytest.MonkeyPatch) -> _Provider:
+def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Provider]:
     fake = _Provider()
     real = httpx.Client
 
@@ -39,7 +41,9 @@ def provider(monkeypatch: pytest.MonkeyPatch) -> _Provider:
         return real(**{**kwargs, "transport": httpx.MockTransport(fake)})
 
     monkeypatch.setattr(httpx, "Client", client)
-    return fake
+    previous = signal.getsignal(signal.SIGTERM)
+    yield fake
+    signal.signal(signal.SIGTERM, previous)  # `run` treats SIGTERM as Ctrl-C; in-process, the handler goes back
 
 
 def _run(capsys: pytest.CaptureFixture[str], repo: Path, *extra: str) -> tuple[int, str, str]:

@@ -8,8 +8,11 @@ At most ``wave_size`` workers run at once (a sliding window: a finished worker's
 once, but no packet starts before its ``not_before_seconds`` in the plan); a worker that fails
 rate-limited halves the window for the rest of the run, and its error text is handed to
 ``merge_and_ingest`` so the scheduler sets a cooldown, which the next run waits out (or stops at, past
-``max_wait``). ``max_runs`` stops after that many review runs. An interrupted run resumes: the open
-run's packets without recorded work are relaunched.
+``max_wait``). A worker that did its packet is read too (``scheduling.worker_output``): the usage and
+rate-limit output it printed goes to the merge, which learns from it as from a failed worker's text.
+``quota_probe`` asks the provider about its limits before the first plan (``usecases.probing``).
+``max_runs`` stops after that many review runs. An interrupted run resumes: the open run's packets
+without recorded work are relaunched.
 """
 
 from __future__ import annotations
