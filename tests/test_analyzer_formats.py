@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from audit_mcp.surfaces.cli.exits import EXIT_BLOCKED
 from audit_mcp.surfaces.server import build_server
 from tests.conftest import FIXTURES
 from tests.driving import carried, cli
@@ -142,7 +143,7 @@ def test_anything_else_is_refused_saying_what_it_is_and_what_is_read(
     odd = tmp_path / "odd.json"
     odd.write_text(content)
     code, step = cli(capsys, "next-step", "--root", str(repo), *NEXT, "--analyzer-results", str(odd))
-    assert code == 0 and step["step_kind"] == "blocked", step
+    assert code == EXIT_BLOCKED and step["step_kind"] == "blocked", step
     assert said in step["reason"] and str(odd) in step["reason"]
     if said != "not valid JSON":
         assert "bandit -r . -f json" in step["reason"] and "semgrep --json" in step["reason"]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from audit_mcp.surfaces.cli import main
+from audit_mcp.surfaces.cli.exits import EXIT_BLOCKED
 from tests.driving import cli
 
 CONFIG = """
@@ -75,4 +76,4 @@ def test_what_a_table_may_not_hold_is_named_with_its_table(
     message = capsys.readouterr().err
     assert said in message and "Fix them" in message, message
     code, step = cli(capsys, "next-step", "--root", str(repo), "--host-can-dispatch-subagents", "true")
-    assert code == 0 and step["step_kind"] == "blocked" and said in step["reason"], step
+    assert code == EXIT_BLOCKED and step["step_kind"] == "blocked" and said in step["reason"], step

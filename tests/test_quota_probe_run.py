@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from audit_mcp.surfaces.cli import main
+from audit_mcp.surfaces.cli.exits import EXIT_USAGE
 from tests.test_headless import TEMPLATE
 
 MODEL = "claude-sonnet-4-6"
@@ -100,7 +101,9 @@ def test_force_refuses_to_start_when_the_provider_cannot_be_asked(
 
 
 def test_an_unknown_probe_mode_is_a_usage_error(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(["run", "--root", str(repo), "--worker", TEMPLATE, "--quota-probe", "sometimes"])
-    assert exited.value.code == 2  # argparse refuses the command line before anything runs
+    try:
+        code = main(["run", "--root", str(repo), "--worker", TEMPLATE, "--quota-probe", "sometimes"])
+    except SystemExit as exited:  # argparse refuses the command line before anything runs
+        code = exited.code
+    assert code in (2, EXIT_USAGE)
     assert "invalid choice: 'sometimes'" in capsys.readouterr().err
