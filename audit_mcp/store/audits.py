@@ -147,6 +147,15 @@ class AuditQueries(Queries):
         row = self.conn.execute("SELECT 1 FROM files WHERE audit_id = ? AND path = ?", (audit_id, path)).fetchone()
         return row is not None
 
+    def has_path(self, audit_id: int, path: str) -> bool:
+        """Whether ``path`` is a file of the manifest or a directory holding one."""
+        prefix = path.rstrip("/") + "/"
+        row = self.conn.execute(
+            "SELECT 1 FROM files WHERE audit_id = ? AND (path = ? OR SUBSTR(path, 1, ?) = ?) LIMIT 1",
+            (audit_id, path, len(prefix), prefix),
+        ).fetchone()
+        return row is not None
+
     def insert_edges(self, audit_id: int, edges: Iterable[tuple[str, str]]) -> None:
         self.conn.executemany(
             "INSERT INTO edges (audit_id, src, dst) VALUES (?, ?, ?)", [(audit_id, s, d) for s, d in edges]

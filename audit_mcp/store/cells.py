@@ -7,9 +7,11 @@ from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
 from audit_mcp.store.queries import Queries
-from audit_mcp.store.records import Cell, CellUpdate, Matrix
+from audit_mcp.store.records import Cell, CellKind, CellUpdate, Matrix
 
-_CELL_COLUMNS = "task_id, path, start_line, end_line, lens, state, attempts, run_id, packet_id, reason, content_hash"
+_CELL_COLUMNS = (
+    "task_id, path, start_line, end_line, lens, state, attempts, run_id, packet_id, reason, content_hash, kind, subject"
+)
 
 
 def _cell(row: sqlite3.Row) -> Cell:
@@ -25,6 +27,8 @@ def _cell(row: sqlite3.Row) -> Cell:
         packet_id=row["packet_id"],
         reason=row["reason"],
         content_hash=row["content_hash"],
+        kind=row["kind"],
+        subject=row["subject"],
     )
 
 
@@ -34,7 +38,8 @@ class CellQueries(Queries):
     def insert_cells(self, audit_id: int, cells: Iterable[Cell], now: str) -> None:
         self.conn.executemany(
             "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts,"
-            " run_id, packet_id, reason, content_hash, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " run_id, packet_id, reason, content_hash, updated_at, kind, subject)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
                     audit_id,
@@ -50,6 +55,8 @@ class CellQueries(Queries):
                     c.reason,
                     c.content_hash,
                     now,
+                    c.kind,
+                    c.subject,
                 )
                 for c in cells
             ],
@@ -106,22 +113,27 @@ class CellQueries(Queries):
             ],
         )
 
-    def cells(self, audit_id: int, states: Sequence[str] | None = None) -> list[Cell]:
+    def cells(
+        self, audit_id: int, states: Sequence[str] | None = None, *, kinds: Sequence[str] | None = None
+    ) -> list[Cell]:
         sql = f"SELECT {_CELL_COLUMNS} FROM cells WHERE audit_id = ?"
         args: list[Any] = [audit_id]
         if states is not None:
             sql += f" AND state IN ({','.join('?' for _ in states)})"
             args.extend(states)
+        if kinds is not None:
+            sql += f" AND kind IN ({','.join('?' for _ in kinds)})"
+            args.extend(kinds)
         sql += " ORDER BY path, start_line, lens"
         # Positional construction: this runs over every cell of large repositories.
         return [Cell(*r) for r in self.conn.execute(sql, args)]
 
-    def iter_cells(self, audit_id: int, state: str) -> Generator[Cell, None, None]:
-        """Cells in one state, unit by unit in path order, read lazily (the caller may stop early)."""
+    def iter_cells(self, audit_id: int, state: str, kind: str = CellKind.REVIEW) -> Generator[Cell, None, None]:
+        """Cells of one kind in one state, unit by unit in path order, read lazily (the caller may stop early)."""
         cursor = self.conn.execute(
-            f"SELECT {_CELL_COLUMNS} FROM cells WHERE audit_id = ? AND state = ?"
-            " ORDER BY path, start_line, end_line, lens",
-            (audit_id, state),
+            f"SELECT {_CELL_COLUMNS} FROM cells WHERE audit_id = ? AND state = ? AND kind = ?"
+            " ORDER BY path, start_line, end_line, lens, task_id",
+            (audit_id, state, kind),
         )
         try:
             while rows := cursor.fetchmany(2_000):
@@ -194,9 +206,11 @@ class CellQueries(Queries):
     def delete_cells(self, audit_id: int, task_ids: Sequence[str]) -> None:
         self.conn.executemany("DELETE FROM cells WHERE audit_id = ? AND task_id = ?", [(audit_id, t) for t in task_ids])
 
-    def max_task_number(self, audit_id: int) -> int:
+    def max_task_number(self, audit_id: int, kind: str = CellKind.REVIEW) -> int:
+        """The highest number among the task ids of one kind (``T00012`` is 12, ``V0003`` is 3)."""
         row = self.conn.execute(
-            "SELECT MAX(CAST(SUBSTR(task_id, 2) AS INTEGER)) FROM cells WHERE audit_id = ?", (audit_id,)
+            "SELECT MAX(CAST(SUBSTR(task_id, 2) AS INTEGER)) FROM cells WHERE audit_id = ? AND kind = ?",
+            (audit_id, kind),
         ).fetchone()
         return int(row[0] or 0)
 
@@ -220,12 +234,24 @@ class CellQueries(Queries):
         return {r[0]: r[1] for r in rows}
 
     def cell_counts_by_lens(self, audit_id: int) -> dict[str, dict[str, int]]:
+        """Review cells by lens and state (context and verify cells are counted by ``cell_counts_by_kind``)."""
         rows = self.conn.execute(
-            "SELECT lens, state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY lens, state", (audit_id,)
+            "SELECT lens, state, COUNT(*) FROM cells WHERE audit_id = ? AND kind = ? GROUP BY lens, state",
+            (audit_id, CellKind.REVIEW.value),
         )
         out: dict[str, dict[str, int]] = {}
         for lens, state, n in rows:
             out.setdefault(lens, {})[state] = n
+        return out
+
+    def cell_counts_by_kind(self, audit_id: int) -> dict[str, dict[str, int]]:
+        """Every cell by kind (context, review, verify) and state."""
+        rows = self.conn.execute(
+            "SELECT kind, state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY kind, state", (audit_id,)
+        )
+        out: dict[str, dict[str, int]] = {}
+        for kind, state, n in rows:
+            out.setdefault(kind, {})[state] = n
         return out
 
     # runs and packets -----------------------------------------------------------

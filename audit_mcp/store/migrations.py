@@ -193,6 +193,40 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE audits ADD COLUMN abandon_reason TEXT
         """,
     ),
+    (
+        "0009_cell_kinds",
+        """
+        ALTER TABLE cells ADD COLUMN kind TEXT NOT NULL DEFAULT 'review';
+        ALTER TABLE cells ADD COLUMN subject TEXT;
+        ALTER TABLE packets ADD COLUMN kind TEXT NOT NULL DEFAULT 'review';
+        CREATE INDEX cells_kind ON cells (audit_id, kind, state);
+        CREATE TABLE threat_models (
+            audit_id INTEGER PRIMARY KEY,
+            task_id TEXT NOT NULL,
+            packet_id TEXT,
+            origin TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            recorded_at TEXT NOT NULL
+        );
+        CREATE TABLE finding_verdicts (
+            audit_id INTEGER NOT NULL,
+            task_id TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            packet_id TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            PRIMARY KEY (audit_id, task_id)
+        );
+        CREATE TABLE runtime_evidence (
+            evidence_id INTEGER PRIMARY KEY,
+            audit_id INTEGER NOT NULL,
+            fingerprint TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            added_at TEXT NOT NULL
+        );
+        CREATE INDEX runtime_evidence_audit ON runtime_evidence (audit_id, fingerprint)
+        """,
+    ),
 )
 
 

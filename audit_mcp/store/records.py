@@ -21,6 +21,14 @@ class CellState(StrEnum):
     SKIPPED = "skipped"
 
 
+class CellKind(StrEnum):
+    """What a cell asks for: the threat model before review, a review, or a second opinion after it."""
+
+    CONTEXT = "context"
+    REVIEW = "review"
+    VERIFY = "verify"
+
+
 OPEN_STATES = (CellState.PENDING, CellState.ASSIGNED)
 DONE_STATES = (CellState.REVIEWED, CellState.NOT_APPLICABLE)
 VERDICTS = ("confirmed", "refuted")  # what a reviewer may say of an analyzer lead
@@ -39,6 +47,9 @@ class Cell:
     packet_id: str | None
     reason: str | None
     content_hash: str
+    kind: str = CellKind.REVIEW
+    # What a verify cell checks: ``finding:<fingerprint>`` or ``pair:<fingerprint>:<fingerprint>``.
+    subject: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,7 @@ class PacketRow:
     model_tier: str
     tier_reason: str
     prompt_path: str
+    kind: str = CellKind.REVIEW  # the kind of every cell the packet holds
 
 
 @dataclass(frozen=True)
@@ -173,3 +185,35 @@ class Verdict:
     reason: str
     packet_id: str
     task_id: str
+
+
+@dataclass(frozen=True)
+class ThreatModelRow:
+    """The audit's threat model, as its context packet returned it (or carried from an earlier audit)."""
+
+    task_id: str
+    packet_id: str | None
+    origin: str
+    model: dict[str, Any]
+    recorded_at: str
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """A verifier's answer for one verify cell: the verdict on a finding, or whether a pair is one defect."""
+
+    task_id: str
+    subject: str
+    packet_id: str
+    answer: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RuntimeEvidence:
+    """Evidence from running the code, attached to a finding by its fingerprint (untrusted text, size-capped)."""
+
+    evidence_id: int
+    fingerprint: str
+    verdict: str  # reproduced | not_reproduced
+    payload: dict[str, Any]  # kind, command, output, source, added_by, truncated
+    added_at: str

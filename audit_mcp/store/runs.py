@@ -88,7 +88,7 @@ class RunQueries(Queries):
     def insert_packet(self, audit_id: int, packet: PacketRow, task_ids: Sequence[str]) -> None:
         self.conn.execute(
             "INSERT INTO packets (packet_id, run_id, audit_id, seq, state, estimated_tokens, model_tier,"
-            " tier_reason, prompt_path) VALUES (?,?,?,?,?,?,?,?,?)",
+            " tier_reason, prompt_path, kind) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (
                 packet.packet_id,
                 packet.run_id,
@@ -99,6 +99,7 @@ class RunQueries(Queries):
                 packet.model_tier,
                 packet.tier_reason,
                 packet.prompt_path,
+                packet.kind,
             ),
         )
         self.conn.executemany(
@@ -125,6 +126,7 @@ class RunQueries(Queries):
             model_tier=r["model_tier"],
             tier_reason=r["tier_reason"],
             prompt_path=r["prompt_path"],
+            kind=r["kind"],
         )
 
     def set_packet_state(self, packet_id: str, state: str) -> None:
