@@ -23,6 +23,7 @@ Usage: ``python benchmarks/scheduler_sim.py [--quick] [--json] [--table] [--seed
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import statistics
@@ -63,6 +64,16 @@ NOISE = (0.005, 0.02)
 NOISE_SIZES = (20, 100)  # the shapes repeated with random 429s
 NOISE_KNOWLEDGE = ("known", "unknown")
 STRATEGIES = ("scheduler", "scheduler_cold", "naive", "oracle", "best_fixed")
+ABLATIONS = {  # what ``--without NAME`` switches off, to measure what each part of the scheduler is worth
+    "prompt_mode": "every host is told to wait for whole waves, whatever the plan assumed",
+    "rolling_waves": "rolling hosts get balanced waves too",
+    "in_flight": "usage and failures are learned only at the merge, and the host does not check between waves",
+    "one_cause": "429s cut the cap even when the recalibrated profile explains them",
+    "rate_window": "three rate-limited calls anywhere in the window count as throttling, whatever their share",
+    "slow_start": "with nothing known, the first wave is as wide as the host allows",
+    "first_wave_ratio": "before any usage, uncached runs are planned with the prior input ratio, not their most",
+    "hold": "packets the learned limits cannot admit (or would pack far smaller) are launched anyway",
+}
 
 
 def scenarios(quick: bool, seeds: int, noise: Sequence[float] = NOISE) -> list[Scenario]:
@@ -79,16 +90,46 @@ def scenarios(quick: bool, seeds: int, noise: Sequence[float] = NOISE) -> list[S
     return out
 
 
-def run_scenario(sc: Scenario) -> dict[str, Outcome]:
-    """Every strategy on one scenario, each divided by the same reference bound."""
-    outcomes = {
-        "scheduler": simulate(sc, "scheduler", warm=True),
-        "scheduler_cold": simulate(sc, "scheduler"),
-        "naive": simulate(sc, "naive"),
-        "oracle": simulate(sc, "oracle"),
+def ablate(names: Sequence[str]) -> None:
+    """Switch off the named parts of the scheduler for this process (see ``ABLATIONS``)."""
+    from audit_mcp.scheduling import learning, limits, live, profile, scheduler
+    from benchmarks.sim import strategies
+
+    if "prompt_mode" in names:
+        strategies.PROMPT_FOLLOWS_PLAN = False
+    if "rolling_waves" in names:
+        scheduler.waves_for = live.waves_for = lambda n, width, mode: limits.balanced_waves(n, width)
+    if "in_flight" in names:
+        strategies.LEARN_IN_FLIGHT = False
+    if "one_cause" in names:
+        learning._explained = lambda state, ctx: False
+    if "rate_window" in names:
+        learning.THROTTLED_SHARE = 0.0
+    if "slow_start" in names:
+        scheduler.slow_start = learning.slow_start = lambda limits, learned: False
+    if "first_wave_ratio" in names:
+        profile.planning_ratio = lambda learned, provider: profile.run_profile(learned, provider)[1]
+    if "hold" in names:
+        live._repack = lambda *args: False
+
+
+def _init(names: Sequence[str]) -> None:
+    ablate(names)
+
+
+def run_scenario(sc: Scenario, names: Sequence[str] = STRATEGIES) -> dict[str, Outcome]:
+    """The strategies on one scenario, each divided by the same reference bound."""
+    runs = {
+        "scheduler": lambda: simulate(sc, "scheduler", warm=True),
+        "scheduler_cold": lambda: simulate(sc, "scheduler"),
+        "naive": lambda: simulate(sc, "naive"),
+        "oracle": lambda: simulate(sc, "oracle"),
     }
-    outcomes["best_fixed"], width = best_fixed(sc, round(outcomes["oracle"].mean_width))
-    outcomes["best_fixed"].mean_width = float(width)
+    outcomes = {name: runs[name]() for name in names if name in runs}
+    if "best_fixed" in names:
+        guess = round(outcomes["oracle"].mean_width) if "oracle" in outcomes else None
+        outcomes["best_fixed"], width = best_fixed(sc, guess)
+        outcomes["best_fixed"].mean_width = float(width)
     # The same code packed differently has different bounds: compare every strategy against the smallest of
     # those that reviewed all of it (one that gave up completed fewer packets, hence a smaller bound).
     reference = min((o.lower_bound for o in outcomes.values() if not o.unfinished_files), default=0.0)
@@ -168,38 +209,45 @@ def width_stability(rows: Rows, name: str, level: float) -> dict[str, Any]:
     }
 
 
+def _present(rows: Rows) -> list[str]:
+    return [name for name in STRATEGIES if rows and name in rows[0][1]]
+
+
 def group_table(rows: Rows, noise: float = 0.0) -> list[dict[str, Any]]:
     """Per tier × accounting × host: each strategy's median makespan/LB, and the scheduler's over best_fixed's."""
     out = []
+    names = _present(rows)
     for tier, accounting, kind in itertools.product(TIERS, ACCOUNTING, KINDS):
         part = [o for sc, o in rows if (sc.tier, sc.accounting, sc.kind, sc.noise) == (tier, accounting, kind, noise)]
         if not part:
             continue
         line: dict[str, Any] = {"tier": tier, "accounting": accounting, "host": kind}
-        for name in STRATEGIES:
+        for name in names:
             line[name] = _median(o[name].ratio for o in part)
         for name in ("scheduler", "scheduler_cold"):
-            line[f"{name}_over_best_fixed"] = round(line[name] / line["best_fixed"], 3) if line["best_fixed"] else 0.0
+            if name in line and line.get("best_fixed"):
+                line[f"{name}_over_best_fixed"] = round(line[name] / line["best_fixed"], 3)
         out.append(line)
     return out
 
 
 def report(rows: Rows, noise: Sequence[float]) -> dict[str, Any]:
     calm = [(sc, o) for sc, o in rows if sc.noise == 0.0]
-    binds = host_binds(rows)
-    summary: dict[str, Any] = {"grid": {name: summarise([o[name] for _, o in calm]) for name in STRATEGIES}}
-    summary["whole_grid"] = {name: summarise([o[name] for _, o in rows]) for name in STRATEGIES}
-    summary["host_binds"] = {
-        name: against(calm, name, "naive", binds) for name in ("scheduler", "scheduler_cold", "oracle", "best_fixed")
-    }
-    summary["over_best_fixed"] = {
-        name: against(calm, name, "best_fixed") for name in ("scheduler", "scheduler_cold", "oracle", "naive")
-    }
+    names = _present(rows)
+    summary: dict[str, Any] = {"grid": {name: summarise([o[name] for _, o in calm]) for name in names}}
+    summary["whole_grid"] = {name: summarise([o[name] for _, o in rows]) for name in names}
+    if "naive" in names:
+        binds = host_binds(rows)
+        summary["host_binds"] = {name: against(calm, name, "naive", binds) for name in names if name != "naive"}
+    if "best_fixed" in names:
+        summary["over_best_fixed"] = {name: against(calm, name, "best_fixed") for name in names if name != "best_fixed"}
     summary["groups"] = group_table(rows)
     for level in noise:
         summary[f"noise_{level:g}"] = {
-            "summary": {name: summarise([o[name] for sc, o in rows if sc.noise == level]) for name in STRATEGIES},
-            "width": {name: width_stability(rows, name, level) for name in ("scheduler", "scheduler_cold")},
+            "summary": {name: summarise([o[name] for sc, o in rows if sc.noise == level]) for name in names},
+            "width": {
+                name: width_stability(rows, name, level) for name in ("scheduler", "scheduler_cold") if name in names
+            },
             "groups": group_table(rows, level),
         }
     return summary
@@ -216,15 +264,37 @@ def print_tables(summary: dict[str, Any]) -> None:
             f"{s['rate_limited_share']:.2%} | {s['rate_limited_share_lone_run_fits']:.2%} | {s['failed_packets']:,} | "
             f"{s['gave_up_files']:,} ({s['gave_up_files_lone_run_fits']:,} where one run fits) |"
         )
+    groups = summary["groups"]
+    if not groups:
+        return
+    names = [n for n in STRATEGIES if n in groups[0]]
+    extra = [k for k in ("scheduler_over_best_fixed", "scheduler_cold_over_best_fixed") if k in groups[0]]
     print()
-    print("| tier | accounting | host | " + " | ".join(STRATEGIES) + " | scheduler / best_fixed | cold / best_fixed |")
-    print("|" + "---|" * (len(STRATEGIES) + 5))
-    for line in summary["groups"]:
-        cells = " | ".join(f"{line[name]:.3f}" for name in STRATEGIES)
-        print(
-            f"| {line['tier']} | {line['accounting']} | {line['host']} | {cells} | "
-            f"{line['scheduler_over_best_fixed']:.3f} | {line['scheduler_cold_over_best_fixed']:.3f} |"
-        )
+    print("| tier | accounting | host | " + " | ".join(names + extra) + " |")
+    print("|" + "---|" * (len(names) + len(extra) + 3))
+    for line in groups:
+        cells = " | ".join(f"{line[name]:.3f}" for name in names + extra)
+        print(f"| {line['tier']} | {line['accounting']} | {line['host']} | {cells} |")
+    for key in ("host_binds", "over_best_fixed"):
+        if key in summary:
+            print()
+            print(
+                f"{key}: "
+                + "; ".join(
+                    f"{n} median {v['median']} (p90 {v['p90']}, slower in {v['slower_share']:.0%} of {v['scenarios']})"
+                    for n, v in summary[key].items()
+                )
+            )
+    for key in summary:
+        if key.startswith("noise_"):
+            width = summary[key]["width"]
+            print(
+                f"{key}: width "
+                + "; ".join(
+                    f"{n} median {v['median']}, within 10% in {v['within_10_percent']:.0%}, lowest {v['min']}"
+                    for n, v in width.items()
+                )
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,16 +312,29 @@ def main(argv: list[str] | None = None) -> int:
         help="repeat the grid with this share of calls refused at random (repeatable; default 0.005 and 0.02)",
     )
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument(
+        "--without",
+        action="append",
+        choices=sorted(ABLATIONS),
+        default=[],
+        help="switch a part of the scheduler off (repeatable): " + "; ".join(f"{k}: {v}" for k, v in ABLATIONS.items()),
+    )
+    parser.add_argument("--strategies", help="comma-separated subset of " + ", ".join(STRATEGIES) + " (all by default)")
     args = parser.parse_args(argv)
     seeds = args.seeds or (1 if args.quick else 2)
     noise = tuple(args.noise) if args.noise is not None else NOISE
     grid = scenarios(args.quick, seeds, [n for n in noise if n > 0])[: args.limit]
     started = time.monotonic()
+    ablate(args.without)
+    names = tuple(args.strategies.split(",")) if args.strategies else STRATEGIES
+    unknown = set(names) - set(STRATEGIES)
+    if unknown:
+        parser.error(f"unknown strategies {sorted(unknown)}; choose from {', '.join(STRATEGIES)}")
     if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
-            outcomes = list(pool.map(run_scenario, grid, chunksize=4))
+        with ProcessPoolExecutor(args.jobs, initializer=_init, initargs=(args.without,)) as pool:
+            outcomes = list(pool.map(functools.partial(run_scenario, names=names), grid, chunksize=4))
     else:
-        outcomes = [run_scenario(sc) for sc in grid]
+        outcomes = [run_scenario(sc, names) for sc in grid]
     rows = list(zip(grid, outcomes, strict=True))
     summary = report(rows, [n for n in noise if n > 0])
     summary["seconds"] = round(time.monotonic() - started, 1)

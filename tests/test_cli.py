@@ -132,6 +132,7 @@ def test_every_verb_has_help() -> None:
         "serve",
         "next-step",
         "submit-packet",
+        "plan-status",
         "merge-and-ingest",
         "quota",
         "status",

@@ -19,6 +19,7 @@ BAD = {
     "AUDIT_MCP_OTPM": ("50", "50"),
     "AUDIT_MCP_HALF_LIFE_HOURS": ("0", "0"),
     "AUDIT_MCP_WAVE_KIND": ('"sideways"', "sideways"),
+    "AUDIT_MCP_DISPATCH_MODE": ('"sideways"', "sideways"),
     "AUDIT_MCP_PROBE": ('"sometimes"', "sometimes"),
 }
 

@@ -6,8 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from audit_mcp.core.config import ModelConfig
 from audit_mcp.scheduling.failures import cooldown_until
-from audit_mcp.scheduling.learning import learn
+from audit_mcp.scheduling.learning import Context, learn_run
+from audit_mcp.scheduling.limits import resolve_limits
 from audit_mcp.scheduling.pacing import run_outcome
 from audit_mcp.scheduling.profile import Learned
 from audit_mcp.scheduling.ratelimits import go_duration, parse_error_text, parse_headers
@@ -227,5 +229,6 @@ def test_a_stored_failure_s_cooldown_is_the_one_the_scheduler_learns_from_the_sa
     text: str, seconds: float
 ) -> None:
     outcome = run_outcome(launched=2, wave_size=2, succeeded=1, reported={"p1": text}, usage=[], now=NOW)
-    learned = learn(Learned(), outcome, NOW, 2.0, timedelta(hours=24))
+    ctx = Context(resolve_limits("claude-test", None, ModelConfig()), 2, "rolling", 10_000, 2, timedelta(hours=24))
+    learned = learn_run(Learned(), outcome, NOW, ctx)
     assert cooldown_until(text, NOW) == learned.cooldown_until == NOW + timedelta(seconds=seconds)

@@ -7,10 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from audit_mcp.scheduling.budget import packet_token_budget, sustainable_packet_tokens
-from audit_mcp.scheduling.learning import RunOutcome, learn
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits
 from audit_mcp.scheduling.profile import Learned
-from audit_mcp.scheduling.scheduler import PacketLoad, launch_offsets, physical_cap, schedule
+from audit_mcp.scheduling.scheduler import SLOW_START_WIDTH, PacketLoad, launch_offsets, physical_cap, schedule
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DAY = timedelta(hours=24)
@@ -37,12 +36,12 @@ def packets(n: int, tokens: int = 20_000) -> list[PacketLoad]:
 @pytest.mark.parametrize(
     ("tier", "host_cap", "n", "tokens", "expected"),
     [
-        (HIGH, 20, 40, 20_000, 14),  # host-bound (16 at most), balanced: 40 → 14 + 13 + 13
+        (HIGH, 20, 40, 20_000, 16),  # host-bound (16 at most): a rolling host keeps 16 running
         (HIGH, 4, 10, 20_000, 4),  # host-bound
         (HIGH, 3, 2, 20_000, 2),  # fewer packets than slots
-        (MID, 16, 30, 20_000, 15),  # small packets: still host-bound, 30 → 15 + 15
-        (MID, 16, 30, 80_000, 10),  # input-token bound: 10 sustained, 30 → 10 + 10 + 10
-        (LOW, 16, 10, 20_000, 3),  # a low tier sustains three runs at a time: 3 + 3 + 2 + 2
+        (MID, 16, 30, 20_000, 16),  # small packets: still host-bound
+        (MID, 16, 30, 80_000, 11),  # input-token bound: 7,500/s × 240 s / (80,000 × 2) = 11.25
+        (LOW, 16, 10, 20_000, 3),  # a low tier sustains three runs at a time
     ],
     ids=["high-tier-claude-code", "high-tier-cursor", "two-packets", "mid-tier-small", "mid-tier-large", "low-tier"],
 )
@@ -50,16 +49,34 @@ def test_wave_size_is_the_tightest_of_host_and_limits(
     tier: tuple[int, int, int], host_cap: int, n: int, tokens: int, expected: int
 ) -> None:
     result = schedule(limits(*tier), Learned(), host_cap, "rolling", packets(n, tokens), NOW)
-    assert result.wave_size == expected
-    assert sum(result.waves) == n and max(result.waves) - min(result.waves) <= 1
+    assert result.wave_size == expected and result.dispatch_mode == "rolling"
+    assert sum(result.waves) == n and result.waves[:-1] == [expected] * (len(result.waves) - 1)
     assert result.wave_size <= min(host_cap, 16)
     assert str(expected) in result.reasoning
+
+
+@pytest.mark.parametrize(
+    ("kind", "n", "cap", "waves"),
+    [
+        ("rolling", 20, 16, [16, 4]),  # 16 run at once; the last 4 start as slots free
+        ("whole_wave", 20, 16, [10, 10]),  # a wave waits for its slowest: two even waves
+        ("rolling", 25, 16, [16, 9]),
+        ("whole_wave", 25, 16, [13, 12]),
+        ("rolling", 3, 16, [3]),
+        ("whole_wave", 3, 16, [3]),
+    ],
+    ids=["rolling-20", "whole-wave-20", "rolling-25", "whole-wave-25", "rolling-few", "whole-wave-few"],
+)
+def test_only_whole_waves_are_balanced(kind: str, n: int, cap: int, waves: list[int]) -> None:
+    result = schedule(limits(*HIGH), Learned(), cap, kind, packets(n), NOW)
+    assert result.waves == waves and result.wave_size == waves[0] and result.dispatch_mode == kind
+    assert ("keeps that many running" in result.reasoning) is (kind == "rolling")
 
 
 def test_packets_launch_largest_first() -> None:
     result = schedule(limits(*HIGH), Learned(), 4, "rolling", packets(5), NOW)
     assert result.order == ["P04", "P03", "P02", "P01", "P00"]
-    assert result.estimated_wave_tokens == sum(20_000 + i for i in (4, 3, 2))  # waves 3 + 2
+    assert result.estimated_wave_tokens == sum(20_000 + i for i in (4, 3, 2, 1))  # four at once, then one
 
 
 def test_a_learned_cap_narrows_the_wave_and_decays_back_toward_the_limits() -> None:
@@ -67,7 +84,7 @@ def test_a_learned_cap_narrows_the_wave_and_decays_back_toward_the_limits() -> N
     assert schedule(limits(*HIGH), learned, 16, "rolling", packets(32), NOW).wave_size == 2
     day_later = schedule(limits(*HIGH), learned, 16, "rolling", packets(32), NOW + DAY)
     assert day_later.learned_cap == 9  # halfway from 2 back to 16
-    assert day_later.wave_size == 8  # 32 packets in four balanced waves of at most 9
+    assert day_later.wave_size == 9 and day_later.forecast.paced_by == "learned_cap"
     assert schedule(limits(*HIGH), learned, 16, "rolling", packets(32), NOW + 10 * DAY).wave_size == 16
 
 
@@ -85,110 +102,18 @@ def test_packets_too_big_for_the_input_bucket_are_flagged_only_when_limits_are_k
     assert result.oversize == oversize
 
 
-def test_usage_calibrates_the_run_profile_and_moves_the_physical_cap() -> None:
-    lim = limits(*MID)
-    before, _ = physical_cap(lim, 16, 60_000, Learned())
-    outcome = RunOutcome(
-        launched=2,
-        wave_size=2,
-        succeeded=2,
-        rate_limited=0,
-        usage=[{"input_tokens": 60_000.0, "seconds": 240.0}] * 2,
-        estimated_tokens=[60_000, 60_000],
-    )
-    after, binding = physical_cap(lim, 16, 60_000, learn(Learned(), outcome, NOW, before, DAY))
-    assert before == 15  # 7,500 tokens/s × 240 s / (60,000 × 2)
-    assert after > before and binding == "host"
-
-
-@pytest.mark.parametrize(
-    ("cap", "wave", "rate_limited", "last_decrease", "expected"),
-    [
-        (None, 8, 1, None, 4.0),  # first 429: halve the wave that was used
-        (8.0, 8, 3, None, 4.0),
-        (8.0, 8, 1, NOW - timedelta(seconds=30), 8.0),  # at most one decrease a minute
-        (1.0, 1, 1, None, 1.0),  # never below one
-        (4.0, 4, 0, None, 5.0),  # clean and well used: +1
-        (8.0, 2, 0, None, 8.0),  # clean but under half used: unchanged
-        (None, 4, 0, None, None),  # nothing learned yet and nothing to learn
-    ],
-    ids=["first-429", "many-429", "once-a-minute", "floor", "additive-increase", "under-used", "no-signal"],
-)
-def test_aimd(
-    cap: float | None, wave: int, rate_limited: int, last_decrease: datetime | None, expected: float | None
-) -> None:
-    learned = Learned(cap=cap, updated_at=NOW if cap else None, last_decrease_at=last_decrease)
-    outcome = RunOutcome(launched=wave, wave_size=wave, succeeded=wave - rate_limited, rate_limited=rate_limited)
-    assert learn(learned, outcome, NOW, 16, DAY).cap == expected
-
-
-@pytest.mark.parametrize(
-    ("cap", "wave", "absorbed", "expected"),
-    [
-        (8.0, 8, 3, 6.0),  # three retries the host absorbed: a quarter off the wave that was used
-        (8.0, 8, 12, 6.0),  # however many
-        (2.0, 2, 5, 2.0),  # a narrow wave keeps its width (1.5 rounds up): halving it would cost half the speed
-        (8.0, 8, 2, 8.0),  # one or two are noise: held, neither narrower nor wider
-        (8.0, 8, 0, 9.0),  # none: clean, +1
-    ],
-    ids=["three", "many", "narrow", "stray", "clean"],
-)
-def test_rate_limited_calls_the_host_absorbed_narrow_the_cap_without_a_cooldown(
-    cap: float, wave: int, absorbed: int, expected: float
-) -> None:
-    learned = Learned(cap=cap, updated_at=NOW)
-    usage = [{"input_tokens": 40_000.0, "seconds": 900.0, "rate_limited_calls": float(absorbed)}]
-    outcome = RunOutcome(
-        launched=wave,
-        wave_size=wave,
-        succeeded=wave,
-        rate_limited=0,
-        usage=usage,
-        estimated_tokens=[20_000],
-        absorbed=absorbed,
-    )
-    state = learn(learned, outcome, NOW, 16, DAY)
-    assert state.cap == expected and state.cooldown_until is None
-    assert state.last_429_at == (NOW if absorbed else None)
-    # A throttled run is slow for the wrong reason: its seconds do not teach the run length.
-    assert state.run_seconds == (None if absorbed else 900.0)
-
-
-def test_only_the_packets_that_met_no_rate_limit_teach_the_run_length() -> None:
-    usage = [
-        {"seconds": 900.0, "rate_limited_calls": 4.0},
-        {"seconds": 200.0, "rate_limited_calls": 0.0},
-        {"seconds": 220.0},
-    ]
-    outcome = RunOutcome(launched=3, wave_size=3, succeeded=3, rate_limited=0, usage=usage, absorbed=4)
-    assert learn(Learned(), outcome, NOW, 16, DAY).run_seconds == 210.0
-    failed = RunOutcome(launched=3, wave_size=3, succeeded=2, rate_limited=1, usage=usage[1:])
-    assert learn(Learned(), failed, NOW, 16, DAY).run_seconds is None  # contention slowed the others too
-
-
 def test_a_whole_wave_host_gets_a_narrower_wave_when_cached_runs_read_their_packets_at_once() -> None:
     rolling, _ = physical_cap(limits(*MID), 16, 60_000, Learned(), "rolling")
     whole, binding = physical_cap(limits(*MID), 16, 60_000, Learned(), "whole_wave")
     assert (rolling, whole, binding) == (15, 10, "input_tokens_per_minute")
     # Uncached, every call re-sends the whole context: the draw is even, and the wave as wide as a rolling one.
+    # Before any usage, a run is taken to re-send its whole packet on each of its ~15 calls: 7,500/s × 240 s
+    # / (20,000 × 15) = 6; once usage says it draws 8× its packet, 11.
     uncached = limits(*MID, provider="openai")
-    assert physical_cap(uncached, 16, 20_000, Learned(), "whole_wave") == (11, "input_tokens_per_minute")
-    assert physical_cap(uncached, 16, 20_000, Learned(), "rolling") == (11, "input_tokens_per_minute")
-
-
-def test_a_rate_limited_run_sets_last_429_and_cools_down_until_the_reset_or_a_minute() -> None:
-    limited = RunOutcome(launched=4, wave_size=4, succeeded=0, rate_limited=4)
-    assert learn(Learned(), limited, NOW, 16, DAY).cooldown_until == NOW + timedelta(seconds=60)
-    told = RunOutcome(launched=4, wave_size=4, succeeded=0, rate_limited=4, wait_until=NOW + timedelta(minutes=5))
-    state = learn(Learned(), told, NOW, 16, DAY)
-    assert state.cooldown_until == NOW + timedelta(minutes=5) and state.last_429_at == NOW
-
-
-def test_a_hard_stop_is_kept_until_a_clean_run() -> None:
-    stopped = learn(Learned(), RunOutcome(4, 4, 0, 4, hard_stop="spend cap"), NOW, 16, DAY)
-    assert schedule(limits(*HIGH), stopped, 4, "rolling", packets(4), NOW).blocked == "spend cap"
-    clean = learn(stopped, RunOutcome(4, 4, 4, 0), NOW + DAY, 16, DAY)
-    assert clean.hard_stop is None
+    assert physical_cap(uncached, 16, 20_000, Learned(), "whole_wave") == (6, "input_tokens_per_minute")
+    assert physical_cap(uncached, 16, 20_000, Learned(), "rolling") == (6, "input_tokens_per_minute")
+    measured = Learned(input_ratio=8.0)
+    assert physical_cap(uncached, 16, 20_000, measured, "whole_wave") == (11, "input_tokens_per_minute")
 
 
 @pytest.mark.parametrize("kind", ["rolling", "whole_wave"])
@@ -200,17 +125,39 @@ def test_the_forecast_counts_packets_waves_tokens_and_a_time_range(kind: str) ->
     assert 0 < f.seconds_low < f.seconds_high
 
 
-def test_guessed_low_confidence_limits_do_not_throttle_the_host() -> None:
+def test_with_nothing_known_the_first_wave_starts_narrow_instead_of_trusting_the_built_in_table() -> None:
     result = schedule(limits(*LOW, confidence="low"), Learned(), 16, "rolling", packets(32), NOW)
-    assert result.physical_cap == 16 and result.wave_size == 16
-    assert "per-minute limits are not known yet" in result.reasoning and "AUDIT_MCP_ITPM" in result.reasoning
-    # Once a run has taught something, or a limit is configured, the warning goes.
+    assert result.physical_cap == 16 and result.wave_size == SLOW_START_WIDTH and result.slow_start
+    assert result.forecast.paced_by == "slow_start" and "slow start" in result.forecast.pace
+    assert "limits yet (none configured, observed or learned)" in result.reasoning
+    assert "AUDIT_MCP_ITPM" in result.reasoning
+    # A guess never holds the host back once anything is learned, or a limit is configured.
     taught = Learned(run_seconds=200.0, clean_runs=1)
-    assert (
-        "not known yet"
-        not in schedule(limits(*LOW, confidence="low"), taught, 16, "rolling", packets(4), NOW).reasoning
-    )
-    assert "not known yet" not in schedule(limits(*LOW), Learned(), 16, "rolling", packets(4), NOW).reasoning
+    wide = schedule(limits(*LOW, confidence="low"), taught, 16, "rolling", packets(32), NOW)
+    assert wide.wave_size == 16 and not wide.slow_start and "slow start" not in wide.reasoning
+    told = schedule(limits(*LOW), Learned(), 16, "rolling", packets(4), NOW)
+    assert not told.slow_start and "not known yet" not in told.reasoning
+
+
+@pytest.mark.parametrize(
+    ("source", "confidence", "configured"),
+    [
+        ("session config [model]", "medium", True),
+        ("environment AUDIT_MCP_ITPM", "medium", True),
+        ("headers", "high", False),
+    ],
+    ids=["config", "environment", "observed"],
+)
+def test_the_forecast_says_when_a_configured_limit_not_the_model_sets_the_pace(
+    source: str, confidence: str, configured: bool
+) -> None:
+    values = {k: Limit(v.value, source, confidence) for k, v in limits(*MID).limits.items()}
+    result = schedule(ResolvedLimits("anthropic", "m", values), Learned(), 16, "rolling", packets(30, 80_000), NOW)
+    assert result.forecast.paced_by == "input_tokens_per_minute"
+    assert ("a configured limit is a ceiling" in result.forecast.pace) is configured
+    assert ("raise it if the account allows more" in result.reasoning) is configured
+    host = schedule(limits(*HIGH), Learned(), 4, "rolling", packets(30), NOW).forecast
+    assert host.paced_by == "host" and "slot" in host.pace
 
 
 @pytest.mark.parametrize(("confidence", "token_bound"), [("low", False), ("medium", True)])
@@ -270,17 +217,9 @@ def test_a_run_too_hungry_for_the_input_bucket_on_its_own_is_called_out() -> Non
     assert "one run alone draws" not in schedule(limits(*MID), Learned(), 4, "rolling", packets(4), NOW).reasoning
 
 
-def test_usage_calibrates_the_input_ratio_by_run_totals_not_per_packet_ratios() -> None:
-    # Small packets pay the same fixed overhead per call; a mean of ratios would say 4.5.
-    outcome = RunOutcome(
-        launched=2,
-        wave_size=2,
-        succeeded=2,
-        rate_limited=0,
-        usage=[{"input_tokens": 30_000.0}, {"input_tokens": 12_000.0}],
-        estimated_tokens=[10_000, 2_000],
-    )
-    assert learn(Learned(), outcome, NOW, 4, DAY).input_ratio == pytest.approx(3.5)
+def test_a_single_slot_is_never_paced() -> None:
+    # One run at a time already keeps to the bucket's pace; holding the next back only leaves it idle.
+    assert launch_offsets(limits(100_000, 30_000, 10_000_000), Learned(), [10_000] * 5, 1) == [0.0] * 5
 
 
 def test_a_zero_limit_neither_paces_nor_divides_by_zero() -> None:

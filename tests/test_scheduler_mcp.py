@@ -12,8 +12,8 @@ import httpx
 import pytest
 from mcp import Client
 
-from audit_mcp.core.config import SchedulerConfig, SessionConfig, with_env
-from audit_mcp.scheduling.pacing import pacing_settings
+from audit_mcp.core.config import HostConfig
+from audit_mcp.engine import hosts
 from audit_mcp.scheduling.probe import probe
 from audit_mcp.surfaces.cli import main
 from audit_mcp.surfaces.server import build_server
@@ -64,13 +64,17 @@ async def _clean_run(client: Client, reviewer: ScriptedReviewer, plan: dict[str,
     await _call(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
 
 
+# Limits the account really has (configured): the host's four slots, not the limits, set the first width.
+ROOMY = "[model]\nrequests_per_minute = 4000\ninput_tokens_per_minute = 2000000\noutput_tokens_per_minute = 400000\n"
+
+
 @pytest.mark.anyio
 async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
     # carry_forward off: the second audit below reviews everything again instead of keeping the first's cells.
     (repo / ".audit-mcp.toml").write_text(
-        'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\ncarry_forward = false\n'
+        'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\ncarry_forward = false\n' + ROOMY
     )
     clock = FakeClock()
     async with Client(build_server(repo, clock=clock)) as client:
@@ -100,6 +104,7 @@ async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
         quota = await _call(client, "quota_status", {})
         assert quota["learned"]["last_429_at"] == "2026-11-30T12:00:00Z"
         assert quota["learned"]["cooldown_until"] == "2026-11-30T12:00:45Z"
+        # One decrease for the wave, however many of its packets failed.
         assert quota["learned"]["max_safe_concurrency"] == 2 and quota["schedule"]["wave_size"] <= 2
         assert quota["learned_state_path"].startswith(str(repo.parent))
 
@@ -115,31 +120,72 @@ async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
         clock.now = START + timedelta(minutes=10)
         await _clean_run(client, reviewer, second)
         quota = await _call(client, "quota_status", {})
-        assert quota["learned"]["max_safe_concurrency"] == 3 and quota["learned"]["cooldown_until"] is None
+        # Each clean, well-used wave adds one: the run's waves of two widen it back to the host's four.
+        assert quota["learned"]["max_safe_concurrency"] > 2 and quota["learned"]["cooldown_until"] is None
+        assert quota["learned"]["max_safe_concurrency"] <= 4
 
         step = await _call(client, "next_step", {})
         assert step["step_kind"] == "present_report"
         clock.now = START + timedelta(minutes=20)
         step = await _call(client, "next_step", {"new_audit": True})
         third = await _plan(client, step["run_id"])
-        assert third["wave_size"] == 3 and third["cooldown_until"] is None
+        assert third["wave_size"] > second["wave_size"] and third["cooldown_until"] is None
         await _clean_run(client, reviewer, third)
         quota = await _call(client, "quota_status", {})
         assert quota["learned"]["max_safe_concurrency"] == 4 and quota["learned"]["clean_runs"] == 2
 
 
 @pytest.mark.anyio
+async def test_a_throttled_wave_narrows_the_rest_of_its_own_run(repo: Path, reviewer: ScriptedReviewer) -> None:
+    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY)
+    clock = FakeClock()
+    async with Client(build_server(repo, clock=clock)) as client:
+        await _call(client, "next_step", {"root": str(repo)})
+        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
+        plan = await _plan(client, step["run_id"])
+        ids = [p["packet_id"] for p in plan["packets"]]
+        assert plan["wave_size"] == 4 and len(ids) >= 6
+        # The first wave: one packet fails rate-limited, reported between waves; the rest wait.
+        failed = {"packet_id": ids[0], "error": 'API Error: 429 {"type":"rate_limit_error"} retry-after: 30'}
+        status = await _call(
+            client, "plan_status", {"run_id": plan["run_id"], "failures": [failed], "launched": ids[:4]}
+        )
+        assert status["width"] == 2 < status["planned_width"] == 4 and status["failures_recorded"] == 1
+        assert status["cooldown_until"] == "2026-11-30T12:00:30Z" and status["running"] == 3
+        assert [w["packet_id"] for w in status["waiting"]] == ids[4:]
+        assert "Keep 2 subagent(s) running" in status["next_action"] and "2026-11-30T12:00:30Z" in status["next_action"]
+        # Reported again at the merge: remembered, not learned twice.
+        again = await _call(client, "plan_status", {"run_id": plan["run_id"], "failures": [failed]})
+        assert again["failures_recorded"] == 0 and again["width"] == 2
+        # A host that asks for its step again mid-run is handed the same width and cooldown.
+        resumed = await _call(client, "next_step", {})
+        assert resumed["run_id"] == plan["run_id"] and resumed["wave_size"] == 2
+        assert resumed["cooldown_until"] == "2026-11-30T12:00:30Z" and ids[0] not in json.dumps(resumed["waves"])
+        for packet in plan["packets"][1:]:
+            receipt = await _call(
+                client,
+                "submit_packet",
+                {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)},
+            )
+            assert receipt["accepted"]
+        summary = await _call(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
+        assert summary["packets_failed"] == 1 and summary["failure_kinds"] == {"rate_limited": 1}
+        quota = await _call(client, "quota_status", {})
+        assert quota["learned"]["rate_limited_runs"] == 1 and quota["learned"]["max_safe_concurrency"] == 2
+
+
+@pytest.mark.anyio
 async def test_rate_limit_retries_reported_in_usage_narrow_the_next_wave_without_a_cooldown(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
-    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n')
+    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY)
     clock = FakeClock()
     async with Client(build_server(repo, clock=clock)) as client:
         await _call(client, "next_step", {"root": str(repo)})
         step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
         first = await _plan(client, step["run_id"])
         assert first["wave_size"] == 4
-        for packet in first["packets"]:  # every packet got through, but its calls were refused and retried
+        for packet in first["packets"]:  # every packet got through, but a sixth of its calls were refused and retried
             receipt = await _call(
                 client,
                 "submit_packet",
@@ -157,6 +203,46 @@ async def test_rate_limit_retries_reported_in_usage_narrow_the_next_wave_without
         assert quota["learned"]["last_429_at"] == "2026-11-30T12:00:00Z"
         assert quota["learned"]["cooldown_until"] is None  # the host's retries already waited
         assert quota["learned"]["max_safe_concurrency"] == 3 and quota["schedule"]["wave_size"] <= 3
+
+
+@pytest.mark.anyio
+async def test_a_trickle_of_retries_reported_in_usage_does_not_narrow_the_wave(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY)
+    async with Client(build_server(repo, clock=FakeClock())) as client:
+        await _call(client, "next_step", {"root": str(repo)})
+        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
+        plan = await _plan(client, step["run_id"])
+        for packet in plan["packets"]:  # one refused call in fifty: a busy shared key, not this run's pace
+            usage = {"input_tokens": 20_000, "api_calls": 50, "seconds": 200, "rate_limited_calls": 1}
+            args = {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
+            assert (await _call(client, "submit_packet", {**args, "usage": usage}))["accepted"]
+        await _call(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
+        quota = await _call(client, "quota_status", {})
+        assert quota["learned"]["last_429_at"] is not None and quota["learned"]["max_safe_concurrency"] == 4
+
+
+@pytest.mark.anyio
+async def test_with_nothing_known_the_first_wave_starts_narrow_and_clean_waves_widen_it_quickly(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n')
+    async with Client(build_server(repo, clock=FakeClock())) as client:
+        await _call(client, "next_step", {"root": str(repo)})
+        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 16})
+        plan = await _plan(client, step["run_id"])
+        assert (
+            plan["wave_size"] == 2 and plan["schedule"]["slow_start"] and step["forecast"]["paced_by"] == "slow_start"
+        )
+        assert "slow start" in Path(step["prompt_path"]).read_text()
+        widths = []
+        for packet in plan["packets"][:6]:  # clean packets, each reported as it finishes
+            usage = {"input_tokens": 8_000, "api_calls": 12, "seconds": 200, "rate_limited_calls": 0}
+            args = {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
+            assert (await _call(client, "submit_packet", {**args, "usage": usage}))["accepted"]
+            widths.append((await _call(client, "plan_status", {"run_id": plan["run_id"]}))["width"])
+        assert widths == sorted(widths) and widths[-1] >= 2 * widths[0] >= 4
 
 
 def test_a_negative_rate_limited_calls_count_is_refused_and_nothing_is_stored(
@@ -284,22 +370,39 @@ def test_a_bad_scheduler_setting_is_reported_not_crashed_on(repo: Path, monkeypa
 
 
 @pytest.mark.parametrize(
-    ("config", "env", "client", "kind"),
+    ("answer", "host", "scheduler", "client", "kind"),
     [
-        ({}, {}, None, "rolling"),
-        ({}, {}, "Cursor", "whole_wave"),
-        ({"wave_kind": "rolling"}, {}, "cursor", "rolling"),
-        ({"wave_kind": "rolling"}, {"AUDIT_MCP_WAVE_KIND": "whole_wave"}, None, "whole_wave"),
+        (None, None, None, None, "rolling"),
+        (None, None, None, "Cursor", "whole_wave"),
+        (None, None, None, "claude-code", "rolling"),
+        (None, None, "rolling", "cursor", "rolling"),
+        (None, "whole_wave", "rolling", None, "whole_wave"),
+        ("rolling", "whole_wave", None, "cursor", "rolling"),
     ],
-    ids=["default", "cursor-waits-for-whole-waves", "config-wins-over-client", "environment-wins"],
+    ids=[
+        "default",
+        "cursor-waits-for-whole-waves",
+        "claude-code-rolls",
+        "scheduler-config-wins-over-client",
+        "host-config-wins-over-scheduler-config",
+        "the-host-s-answer-wins",
+    ],
 )
-def test_the_host_kind_comes_from_environment_config_or_client(
-    config: dict[str, str], env: dict[str, str], client: str | None, kind: str, monkeypatch: pytest.MonkeyPatch
+def test_the_dispatch_mode_comes_from_the_host_then_config_then_the_client(
+    answer: str | None, host: str | None, scheduler: str | None, client: str | None, kind: str
 ) -> None:
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    scheduler = with_env(SessionConfig(scheduler=SchedulerConfig(**config))).scheduler  # type: ignore[arg-type]
-    assert pacing_settings(scheduler, client).wave_kind == kind
+    caps = hosts.resolve({"dispatch_mode": answer}, {}, HostConfig(dispatch_mode=host), client, scheduler)  # type: ignore[arg-type]
+    assert caps.dispatch_mode == kind
+
+
+def test_the_environment_sets_the_dispatch_mode_over_the_config_file(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / ".audit-mcp.toml").write_text('[host]\ndispatch_mode = "rolling"\n')
+    monkeypatch.setenv("AUDIT_MCP_DISPATCH_MODE", "whole_wave")
+    step = AuditService(repo, clock=lambda: START).next_step({"can_dispatch_subagents": True})
+    assert step.host.dispatch_mode == "whole_wave" and step.dispatch_mode == "whole_wave"
+    assert step.host.sources["dispatch_mode"] == "session config [host]"
 
 
 @pytest.mark.parametrize(
@@ -324,7 +427,7 @@ def test_packets_that_can_never_be_admitted_are_flagged_only_when_limits_are_kno
 
 
 def test_a_binding_configured_limit_paces_the_launches_in_the_plan_and_the_prompt(repo: Path) -> None:
-    (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 40000\n")
+    (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 120000\n")
     step = AuditService(repo, clock=lambda: START).next_step(
         {"can_dispatch_subagents": True, "max_active_subagents": 16}
     )
@@ -347,7 +450,7 @@ def test_a_binding_configured_limit_paces_the_launches_in_the_plan_and_the_promp
 
 def test_a_whole_wave_host_is_paced_by_whole_waves(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUDIT_MCP_WAVE_KIND", "whole_wave")
-    (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 40000\n")
+    (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 120000\n")
     step = AuditService(repo, clock=lambda: START).next_step(
         {"can_dispatch_subagents": True, "max_active_subagents": 16}
     )
@@ -369,7 +472,7 @@ def test_a_whole_wave_host_is_paced_by_whole_waves(repo: Path, monkeypatch: pyte
 def test_a_resumed_run_counts_its_launch_offsets_from_its_first_outstanding_packet(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
-    (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 40000\n")
+    (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 120000\n")
     service = AuditService(repo, clock=lambda: START)
     step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())

@@ -32,7 +32,7 @@ class _Told:
         self.said = orders
         self.heard: list[str] = []
 
-    def orders(self, now: float, launched: int) -> Orders:
+    def orders(self, now: float, launched: int, waiting: frozenset[str]) -> Orders:
         return self.said
 
     def finished(self, packet: object, usage: dict[str, float], now: float) -> None:
@@ -201,4 +201,32 @@ def test_the_simulator_s_help_lists_every_switch(capsys: pytest.CaptureFixture[s
         scheduler_sim.main(["--help"])
     assert exit_.value.code == 0
     shown = " ".join(capsys.readouterr().out.split())
-    assert all(switch in shown for switch in ("--quick", "--noise", "--jobs", "--seeds", "--json"))
+    assert all(switch in shown for switch in ("--quick", "--noise", "--jobs", "--seeds", "--json", "--strategies"))
+    assert all(name in shown for name in scheduler_sim.ABLATIONS)
+
+
+def test_without_switches_off_each_named_part_of_the_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
+    from audit_mcp.scheduling import learning, live, profile, scheduler
+    from audit_mcp.scheduling.limits import ResolvedLimits
+    from audit_mcp.scheduling.profile import Learned
+    from benchmarks import scheduler_sim
+    from benchmarks.sim import strategies
+
+    for module, name in (
+        (strategies, "PROMPT_FOLLOWS_PLAN"),
+        (strategies, "LEARN_IN_FLIGHT"),
+        (scheduler, "waves_for"),
+        (live, "waves_for"),
+        (learning, "_explained"),
+        (learning, "THROTTLED_SHARE"),
+        (scheduler, "slow_start"),
+        (learning, "slow_start"),
+        (profile, "planning_ratio"),
+        (live, "_repack"),
+    ):
+        monkeypatch.setattr(module, name, getattr(module, name))  # restored after the test
+    scheduler_sim.ablate(sorted(scheduler_sim.ABLATIONS))
+    assert not strategies.PROMPT_FOLLOWS_PLAN and not strategies.LEARN_IN_FLIGHT
+    assert scheduler.waves_for(20, 16, "rolling") == [10, 10] and learning.THROTTLED_SHARE == 0.0
+    guessed = ResolvedLimits("openai", "m", {})
+    assert not scheduler.slow_start(guessed, Learned()) and profile.planning_ratio(Learned(), "openai") == 8.0

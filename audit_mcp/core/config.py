@@ -62,6 +62,11 @@ class HostConfig(_Strict):
     can_restrict_subagent_tools: bool | None = None
     can_select_subagent_model: bool | None = None
     max_active_subagents: Annotated[int, Field(ge=1, le=64)] | None = None
+    dispatch_mode: Literal["rolling", "whole_wave"] | None = Field(
+        default=None,
+        description="rolling: the host refills a slot as soon as a subagent finishes; whole_wave: it waits for "
+        "a whole wave. Unset: what the host says, else what the client is known to do, else rolling.",
+    )
     model: str | None = None
 
 
@@ -172,6 +177,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
     "AUDIT_MCP_OTPM": ("model", "output_tokens_per_minute"),
     "AUDIT_MCP_HALF_LIFE_HOURS": ("scheduler", "half_life_hours"),
     "AUDIT_MCP_WAVE_KIND": ("scheduler", "wave_kind"),
+    "AUDIT_MCP_DISPATCH_MODE": ("host", "dispatch_mode"),
     "AUDIT_MCP_PROBE": ("scheduler", "probe"),
 }
 

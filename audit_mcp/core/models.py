@@ -16,6 +16,11 @@ class HostCapabilities(BaseModel):
     can_restrict_subagent_tools: bool = False
     can_select_subagent_model: bool = False
     max_active_subagents: int = 4
+    dispatch_mode: Literal["rolling", "whole_wave"] = Field(
+        default="rolling",
+        description="rolling: a slot is refilled as soon as a subagent finishes; whole_wave: the host waits "
+        "for every subagent of a wave before it starts the next.",
+    )
     model: str | None = None
     client_name: str | None = None
     sources: dict[str, str] = Field(default_factory=dict, description="Where each value came from.")
@@ -40,6 +45,11 @@ class Step(BaseModel):
     host: HostCapabilities
     wave_size: int | None = None
     waves: list[int] | None = None
+    dispatch_mode: Literal["rolling", "whole_wave"] | None = Field(
+        default=None,
+        description="How to dispatch the run: rolling (keep wave_size running, start the next packet as soon "
+        "as one finishes) or whole_wave (launch each wave together and wait for all of it).",
+    )
     packets_outstanding: int | None = None
     cooldown_until: str | None = None
     launch_interval_seconds: float | None = Field(
@@ -118,6 +128,35 @@ class MergeSummary(BaseModel):
     )
     coverage: dict[str, int]
     completeness: str
+    next_action: str
+
+
+class WaitingPacket(BaseModel):
+    packet_id: str
+    not_before_seconds: float = Field(description="Earliest start, in seconds after the run's first subagent started.")
+
+
+class PlanStatus(BaseModel):
+    """A run in flight, now: what the host should do with the packets it has not launched yet."""
+
+    run_id: str
+    dispatch_mode: Literal["rolling", "whole_wave"]
+    width: int = Field(description="rolling: keep this many running; whole_wave: the next wave's size.")
+    planned_width: int = Field(description="The width the run was dispatched with.")
+    waves: list[int] = Field(description="How the waiting packets go out.")
+    cooldown_until: str | None = Field(description="UTC; launch nothing before it.")
+    waiting: list[WaitingPacket] = Field(description="Packets not launched, submitted or failed, in launch order.")
+    held: list[str] = Field(
+        default_factory=list,
+        description="Packets not to launch: their first call no longer fits the input bucket as now known. "
+        "They are handed out again, packed smaller, in the next run.",
+    )
+    submitted: int
+    failed: int
+    running: int = Field(description="Packets launched (as reported) and neither submitted nor failed.")
+    failures_recorded: int = Field(description="Failures in this call that were new (learned now).")
+    reasoning: str
+    forecast: dict[str, object] = Field(default_factory=dict)
     next_action: str
 
 

@@ -15,13 +15,17 @@ _FIELDS = (
     "can_restrict_subagent_tools",
     "can_select_subagent_model",
     "max_active_subagents",
+    "dispatch_mode",
     "model",
 )
+DISPATCH_MODES = ("rolling", "whole_wave")
 
 # Kept with the answers: the client that gave them, and the lenses an audit was started with (--lenses).
 _REMEMBERED = (*_FIELDS, "client_name", "lenses")
 
-# What well-known clients can do, by a substring of the clientInfo name they announce.
+# What well-known clients can do, by a substring of the clientInfo name they announce. Cursor waits for a
+# whole batch of subagents before it starts the next (whole_wave); the others refill a slot as soon as a
+# subagent finishes (rolling), as does ``audit-mcp run``.
 KNOWN_CLIENTS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
         "claude-code",
@@ -30,6 +34,7 @@ KNOWN_CLIENTS: tuple[tuple[str, dict[str, Any]], ...] = (
             "can_restrict_subagent_tools": True,
             "can_select_subagent_model": True,
             "max_active_subagents": 16,
+            "dispatch_mode": "rolling",
         },
     ),
     (
@@ -39,12 +44,14 @@ KNOWN_CLIENTS: tuple[tuple[str, dict[str, Any]], ...] = (
             "can_restrict_subagent_tools": True,
             "can_select_subagent_model": True,
             "max_active_subagents": 16,
+            "dispatch_mode": "rolling",
         },
     ),
-    ("codex", {"can_dispatch_subagents": True, "max_active_subagents": 3}),
-    ("visual studio code", {"can_dispatch_subagents": True, "max_active_subagents": 4}),
-    ("vscode", {"can_dispatch_subagents": True, "max_active_subagents": 4}),
-    ("cursor", {"can_dispatch_subagents": True, "max_active_subagents": 4}),
+    ("codex", {"can_dispatch_subagents": True, "max_active_subagents": 3, "dispatch_mode": "rolling"}),
+    ("visual studio code", {"can_dispatch_subagents": True, "max_active_subagents": 4, "dispatch_mode": "rolling"}),
+    ("vscode", {"can_dispatch_subagents": True, "max_active_subagents": 4, "dispatch_mode": "rolling"}),
+    ("cursor", {"can_dispatch_subagents": True, "max_active_subagents": 4, "dispatch_mode": "whole_wave"}),
+    ("audit-mcp-run", {"dispatch_mode": "rolling"}),
 )
 
 
@@ -60,11 +67,15 @@ def resolve(
     remembered: Mapping[str, Any],
     config: HostConfig,
     client_name: str | None,
+    wave_kind: str | None = None,
 ) -> HostCapabilities:
+    """``wave_kind`` is the older ``[scheduler] wave_kind`` (or ``AUDIT_MCP_WAVE_KIND``): the dispatch mode
+    when neither the host nor ``[host] dispatch_mode`` says it."""
     layers = (
         ("tool arguments", {k: v for k, v in arguments.items() if v is not None}),
         ("an earlier next_step answer", {k: v for k, v in remembered.items() if k in _FIELDS and v is not None}),
         ("session config [host]", {k: v for k, v in config.model_dump().items() if v is not None}),
+        ("session config [scheduler] wave_kind", {"dispatch_mode": wave_kind} if wave_kind else {}),
         (f"client '{client_name}'", client_profile(client_name)),
     )
     values: dict[str, Any] = {}
@@ -80,6 +91,7 @@ def resolve(
     values.setdefault("can_restrict_subagent_tools", False)
     values.setdefault("can_select_subagent_model", False)
     values.setdefault("max_active_subagents", DEFAULT_MAX_ACTIVE)
+    values.setdefault("dispatch_mode", "rolling")
     return HostCapabilities(**values, client_name=client_name, sources=sources)
 
 

@@ -15,6 +15,10 @@ INVALID_RESULTS = "invalid_results"
 _REASON_CHARS = {INVALID_RESULTS: 1500}  # the next prompt quotes a refused file's errors, so keep them whole
 
 
+# A packet the scheduler told the host not to launch (it could not be admitted): requeued, not an attempt.
+HELD = "held"
+
+
 @dataclass
 class IngestOutcome:
     merged: int = 0
@@ -84,7 +88,7 @@ def ingest_run(
             )
         for task_id in task_ids.get(packet.packet_id, []):
             why = f"{kind}: {text[: _REASON_CHARS.get(kind, 200)]}"
-            out.requeued.append(_requeue(updates, cells[task_id], max_attempts, why))
+            out.requeued.append(_requeue(updates, cells[task_id], max_attempts, why, attempt=kind != HELD))
     tx.set_packet_states(states)
     tx.update_cells(audit_id, updates, now)
     if packets and out.failed == len(packets) and len(signatures) == 1:
@@ -92,8 +96,11 @@ def ingest_run(
     return out
 
 
-def _requeue(updates: list[CellUpdate], cell: Cell, max_attempts: int, why: str) -> RequeuedTask:
-    attempts = cell.attempts + 1
+def _requeue(
+    updates: list[CellUpdate], cell: Cell, max_attempts: int, why: str, *, attempt: bool = True
+) -> RequeuedTask:
+    """Back to the queue, or failed past the retry budget; ``attempt`` False for work never tried (held back)."""
+    attempts = cell.attempts + (1 if attempt else 0)
     state = CellState.FAILED if attempts >= max_attempts else CellState.PENDING
     reason = why if state is CellState.PENDING else f"gave up after {attempts} attempt(s); last: {why}"
     updates.append(CellUpdate(cell.task_id, state, None, None, reason, attempts))

@@ -229,6 +229,7 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     extra = {
         "wave_size": waves[0] if waves else 0,
         "waves": waves,
+        "dispatch_mode": planned.get("dispatch_mode") or planned.get("wave_kind"),
         "packets_outstanding": len(ctx.outstanding),
         "cooldown_until": cooldown,
         "forecast": forecast,

@@ -63,6 +63,14 @@ class LearnedDoc(BaseModel):
     observed_at: AwareDatetime | None = None
     clean_runs: Annotated[int, Field(ge=0, le=10**9)] = 0
     rate_limited_runs: Annotated[int, Field(ge=0, le=10**9)] = 0
+    threshold: Annotated[float, _finite(1, MAX_LEARNED_CAP)] | None = None
+    round_at: AwareDatetime | None = None
+    round_clean: Annotated[int, Field(ge=0, le=10**6)] = 0
+    window_calls: Annotated[float, _finite(0, 10**9)] = 0.0
+    window_limited: Annotated[float, _finite(0, 10**9)] = 0.0
+    window_at: AwareDatetime | None = None
+    calibration_input: Annotated[float, _finite(0, 10**15)] = 0.0
+    calibration_tokens: Annotated[float, _finite(0, 10**12)] = 0.0
 
     @model_validator(mode="after")
     def _times_in_range(self) -> LearnedDoc:

@@ -1,128 +1,252 @@
-"""Learning from a merged run: AIMD on the learned cap, cooldowns, hard stops, and the run profile.
+"""Learning from what runs report, as it arrives: each packet's usage, each failure, each merged run.
 
-Pure: the learned state, one run's outcome, ``now``, the prior and the half-life in; the new learned
-state out. A run is throttled when a packet failed rate-limited, or when its packets' ``usage`` reports
-at least ``ABSORBED_LIMIT`` rate-limited calls that the host's retries absorbed. A failure halves the cap
-and sets a cooldown; absorbed retries take a quarter off and set none (the host already waited). Either
-moves the cap at most once a minute. A clean, well-used run adds one.
+Pure: the learned state, one piece of evidence, what the plan was when the evidence was made (``Context``)
+and ``now`` in; the new learned state out.
+
+- **Calibration**: a packet's ``usage`` moves the run profile: the input ratio as decayed totals of charged
+  input over packet tokens (a mean of per-packet ratios would let small packets' fixed overhead inflate it),
+  output tokens, calls and, for packets that met no rate limit, seconds.
+- **Throttling as a rate**: the calls and rate-limited calls that usage reports fill a window that decays
+  with time (``WINDOW_HALF_LIFE``). The runs are throttled when the window holds at least ``MIN_THROTTLED``
+  rate-limited calls and they are at least ``THROTTLED_SHARE`` of its calls: a trickle of 429s on a busy
+  shared key stays under it however many calls a run makes.
+- **One correction per cause**: when the recalibrated profile, or a limit a 429 message just quoted, would
+  have made the plan narrower than the width in use, the 429s are explained: the physical cap, recomputed
+  from them, already corrects the width, and the learned cap is not also cut. 429s the calibration cannot
+  explain cut the learned cap: a rate-limited failure halves it, and so do retries the host absorbed in slow
+  start (whose last step doubled the width); past it, absorbed retries take a quarter off.
+- **One decrease per width**: evidence from packets that started before the last decrease (usage whose
+  seconds reach back past it; a failure within one run length of it) is not counted against the new width.
+- **Slow start**: with nothing known, the first wave is narrow (``scheduler.SLOW_START_WIDTH``); each clean
+  wave doubles the cap until the first decrease sets a threshold; above it a clean wave adds one. A wave is
+  as many clean packets as the cap, counted only from packets that started after the cap last moved (a
+  packet that ran at an older width proves nothing about this one). Growth needs the cap to be what limits
+  the width, and stops at the physical cap.
+- A rate-limited failure sets a cooldown (its ``retry-after`` or the exhausted bucket's reset, else a
+  minute); absorbed retries set none (the host already waited). A hard stop holds until a packet succeeds.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from audit_mcp.scheduling.profile import Learned, decayed_cap
+from audit_mcp.scheduling.limits import ResolvedLimits
+from audit_mcp.scheduling.profile import DEFAULT_RUN_SECONDS, Learned, binding_rates, decayed, with_observed
+from audit_mcp.scheduling.ratelimits import parse_error_text
+from audit_mcp.scheduling.scheduler import physical_cap, slow_start
 
-DECREASE_INTERVAL = timedelta(seconds=60)
 DEFAULT_COOLDOWN = timedelta(seconds=60)
 MAX_LEARNED_CAP = 64
-RUN_WEIGHT = 0.5  # how far one merged run moves the learned run profile
-# Rate-limited calls in one run, retried by the host and reported in ``usage``, that count as throttling: a
-# stray one or two are the provider's noise, three or more mean the run drew faster than the limits refill.
-ABSORBED_LIMIT = 3
+PACKET_WEIGHT = 0.2  # how far one packet's usage moves the learned seconds, output tokens and calls
+CALIBRATION_DECAY = 0.8  # how much of the input-ratio totals each new packet keeps
+WINDOW_HALF_LIFE = timedelta(minutes=10)
+# Throttled: at least this many rate-limited calls in the window, and at least this share of its calls. The
+# share is several times the 0.5–2% of calls a busy shared key sees refused at random.
+MIN_THROTTLED = 3
+THROTTLED_SHARE = 0.05
+FAILURE_DECREASE = 0.5
 ABSORBED_DECREASE = 0.75
 
 
 @dataclass(frozen=True)
+class Context:
+    """What the plan was when the evidence was made."""
+
+    limits: ResolvedLimits  # as the plan saw them (observed ones included)
+    host_cap: int
+    host_kind: str
+    mean_tokens: float  # the run's mean packet estimate
+    in_use: int  # the width the host was told
+    half_life: timedelta = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
 class RunOutcome:
-    """What one merged run says about the limits."""
+    """What a merged run says that its packets' usage and reported failures have not already said."""
 
     launched: int
     wave_size: int
     succeeded: int
-    rate_limited: int
-    wait_until: datetime | None = None
-    hard_stop: str | None = None
+    rate_limited: int  # packets that failed rate-limited, whether learned before or not
+    failures: Sequence[str] = ()  # error texts not learned yet
+    absorbed: int = 0  # rate-limited calls the host retried, as the runs' usage reported them
+    calls: int = 0  # calls the runs' usage reported
     observed_limits: dict[str, int] = field(default_factory=dict)
-    usage: Sequence[dict[str, float]] = ()
-    estimated_tokens: Sequence[int] = ()
-    absorbed: int = 0  # rate-limited calls the host retried successfully, as the runs' usage reported them
+    hard_stop: str | None = None
 
 
-def learn(learned: Learned, outcome: RunOutcome, now: datetime, prior: float, half_life: timedelta) -> Learned:
-    """AIMD on the learned cap, cooldowns, hard stops, and usage calibration, from one run's outcome.
+def prior_cap(learned: Learned, ctx: Context) -> int:
+    """The physical cap the learned cap decays toward and grows no further than."""
+    return physical_cap(with_observed(ctx.limits, learned), ctx.host_cap, ctx.mean_tokens, learned, ctx.host_kind)[0]
 
-    A run is throttled when a packet failed rate-limited, or when its packets' ``usage`` reports at least
-    ``ABSORBED_LIMIT`` rate-limited calls that the host's retries absorbed. A failure halves the cap and
-    sets a cooldown; absorbed retries take a quarter off and set none (the host already waited). Either
-    moves the cap at most once a minute.
-    """
-    current = decayed_cap(learned, prior, now, half_life)
-    base = current if current is not None else float(max(1, outcome.wave_size))
-    updated = replace(learned, updated_at=now)
+
+def learn_usage(
+    learned: Learned, usage: Mapping[str, float], estimated_tokens: int, now: datetime, ctx: Context
+) -> Learned:
+    """Fold one finished packet's ``usage`` in: calibration, the throttling window, and the cap."""
+    cold = learned.cap is None and slow_start(ctx.limits, learned)
+    state = _anchored(_materialised(learned, ctx, now), ctx, cold)
+    state = _calibrated(state, usage, estimated_tokens)
+    calls, limited = float(usage.get("api_calls") or 0.0), float(usage.get("rate_limited_calls") or 0.0)
+    seconds = float(usage.get("seconds") or 0.0)
+    started = now - timedelta(seconds=seconds) if seconds else now
+    stale = state.last_decrease_at is not None and started < state.last_decrease_at
+    if limited:
+        state = replace(state, last_429_at=now)
+    if stale:  # it ran at the width before the last decrease: it says nothing about the width now
+        return state
+    state = _windowed(state, now, calls, limited)
+    if state.window_limited >= MIN_THROTTLED and state.window_limited >= THROTTLED_SHARE * state.window_calls:
+        # In slow start the last step doubled the width, so the one before it is the one known to hold.
+        slow = state.cap is not None and state.threshold is None
+        return _decreased(state, ctx, now, FAILURE_DECREASE if slow else ABSORBED_DECREASE)
+    if clean(usage):
+        return _grown(replace(state, hard_stop=None), ctx, started, now)
+    return state
+
+
+def learn_failure(learned: Learned, text: str, now: datetime, ctx: Context) -> Learned:
+    """Fold one failed packet's error text in: limits it quotes, hard stops, cooldowns, and the cap."""
+    cold = learned.cap is None and slow_start(ctx.limits, learned)
+    state = _anchored(_materialised(learned, ctx, now), ctx, cold)
+    signal = parse_error_text(text, now)
+    if signal.limits:
+        state = replace(state, observed_limits={**state.observed_limits, **signal.limits}, observed_at=now)
+    if signal.hard_stop:
+        state = replace(state, hard_stop=signal.hard_stop)
+    if not signal.rate_limited:
+        return state
+    wait = signal.wait_until(now) or now + DEFAULT_COOLDOWN
+    until = max(wait, state.cooldown_until) if state.cooldown_until and state.cooldown_until > now else wait
+    state = replace(state, last_429_at=now, cooldown_until=until)
+    run = timedelta(seconds=state.run_seconds or DEFAULT_RUN_SECONDS)
+    if state.last_decrease_at is not None and now - state.last_decrease_at < run:
+        return state  # most likely launched before the last decrease
+    return _decreased(state, ctx, now, FAILURE_DECREASE)
+
+
+def learn_run(learned: Learned, outcome: RunOutcome, now: datetime, ctx: Context) -> Learned:
+    """At merge: the failures not learned yet, limits the run observed, and the run counters."""
+    state = learned
     if outcome.observed_limits:
-        updated = replace(
-            updated, observed_limits={**learned.observed_limits, **outcome.observed_limits}, observed_at=now
-        )
+        state = replace(state, observed_limits={**state.observed_limits, **outcome.observed_limits}, observed_at=now)
+    for text in outcome.failures:
+        state = learn_failure(state, text, now, ctx)
+    throttled = outcome.rate_limited or (
+        outcome.absorbed >= MIN_THROTTLED and outcome.absorbed >= THROTTLED_SHARE * outcome.calls
+    )
     if outcome.hard_stop:
-        updated = replace(updated, hard_stop=outcome.hard_stop)
-    throttled = outcome.rate_limited or outcome.absorbed >= ABSORBED_LIMIT
+        state = replace(state, hard_stop=outcome.hard_stop)
     if throttled:
-        recently = learned.last_decrease_at is not None and now - learned.last_decrease_at < DECREASE_INTERVAL
-        # A failure halves the cap; retries the host absorbed take a quarter off (a narrow wave halved loses half
-        # its speed for what cost a few seconds of waiting).
-        width = min(base, outcome.wave_size)
-        smaller = math.floor(width * 0.5) if outcome.rate_limited else math.floor(width * ABSORBED_DECREASE + 0.5)
-        cap: float | None = base if recently else max(1.0, smaller)
-        until = learned.cooldown_until  # retries the host absorbed are already waited out: no new cooldown
-        if outcome.rate_limited:
-            until = max(outcome.wait_until, now) if outcome.wait_until else now + DEFAULT_COOLDOWN
-        if outcome.observed_limits and outcome.observed_limits != learned.observed_limits:
-            # The provider just said what its limits are: the physical cap, recomputed from them, governs.
-            cap = None
-        updated = replace(
-            updated,
-            cap=cap,
-            last_429_at=now,
-            cooldown_until=until,
-            last_decrease_at=learned.last_decrease_at if recently else now,
-            rate_limited_runs=learned.rate_limited_runs + 1,
+        return replace(state, rate_limited_runs=state.rate_limited_runs + 1, updated_at=state.updated_at or now)
+    if outcome.succeeded and outcome.launched:
+        return replace(
+            state, clean_runs=state.clean_runs + 1, hard_stop=outcome.hard_stop, updated_at=state.updated_at or now
         )
-    elif outcome.absorbed:
-        updated = replace(updated, last_429_at=now)  # a stray retry: neither narrower nor wider
-    elif outcome.succeeded and outcome.launched and outcome.wave_size < base / 2:
-        updated = replace(updated, hard_stop=outcome.hard_stop)
-    elif outcome.succeeded and outcome.launched:
-        grown = None if current is None else min(float(MAX_LEARNED_CAP), base + 1)
-        updated = replace(updated, cap=grown, clean_runs=learned.clean_runs + 1, hard_stop=outcome.hard_stop)
-    return _calibrate(updated, outcome)
+    return state
 
 
-def _ewma(old: float | None, new: float | None, weight: float) -> float | None:
-    if new is None:
-        return old
-    return new if old is None else old + weight * (new - old)
+def clean(usage: Mapping[str, float]) -> bool:
+    """A run that met no more rate limits than a busy key's noise: at most one refused call, or a share of
+    its calls under ``THROTTLED_SHARE``."""
+    limited = float(usage.get("rate_limited_calls") or 0.0)
+    return limited <= max(1.0, THROTTLED_SHARE * float(usage.get("api_calls") or 0.0))
 
 
-def _calibrate(learned: Learned, outcome: RunOutcome) -> Learned:
-    """Fold reported usage (tokens, calls, seconds per run) into the run profile, once per merged run.
-
-    The input ratio is the run's total over its total estimate, not a mean of per-packet ratios: small
-    packets carry the same fixed overhead per call and would otherwise inflate it.
-    """
-    charged = [
-        (u["input_tokens"], e)
-        for u, e in zip(outcome.usage, outcome.estimated_tokens, strict=False)
-        if u.get("input_tokens") and e
-    ]
-    ratio = sum(i for i, _ in charged) / sum(e for _, e in charged) if charged else None
-    # A throttled packet is slow for the wrong reason: its seconds say nothing about the work. A run with
-    # rate-limited failures teaches none; otherwise the packets that report no rate-limited call do.
-    unthrottled = [u for u in outcome.usage if not u.get("rate_limited_calls")]
-    seconds = None if outcome.rate_limited else _mean(unthrottled, "seconds")
+def _materialised(learned: Learned, ctx: Context, now: datetime) -> Learned:
+    """The cap and threshold as decayed to ``now``, stamped ``now``: later decay starts from here."""
+    prior = prior_cap(learned, ctx)
     return replace(
         learned,
-        input_ratio=_ewma(learned.input_ratio, ratio, RUN_WEIGHT),
-        output_tokens=_ewma(learned.output_tokens, _mean(outcome.usage, "output_tokens"), RUN_WEIGHT),
-        calls=_ewma(learned.calls, _mean(outcome.usage, "api_calls"), RUN_WEIGHT),
-        run_seconds=_ewma(learned.run_seconds, seconds, RUN_WEIGHT),
+        cap=decayed(learned.cap, learned, prior, now, ctx.half_life),
+        threshold=decayed(learned.threshold, learned, prior, now, ctx.half_life),
+        updated_at=now,
     )
 
 
-def _mean(usage: Sequence[dict[str, float]], key: str) -> float | None:
-    """The mean of ``key`` over the usage blocks that report it."""
-    seen = [u[key] for u in usage if u.get(key)]
-    return sum(seen) / len(seen) if seen else None
+def _anchored(state: Learned, ctx: Context, cold: bool) -> Learned:
+    """In slow start the width in use is the cap the evidence speaks about."""
+    return replace(state, cap=float(max(1, ctx.in_use))) if cold and state.cap is None else state
+
+
+def _calibrated(state: Learned, usage: Mapping[str, float], estimated_tokens: int) -> Learned:
+    charged = float(usage.get("input_tokens") or 0.0)
+    totals = (state.calibration_input, state.calibration_tokens)
+    if charged > 0 and estimated_tokens > 0:
+        if state.calibration_tokens <= 0 and state.input_ratio:  # a profile learned before these totals existed
+            totals = (state.input_ratio * estimated_tokens, float(estimated_tokens))
+        totals = (CALIBRATION_DECAY * totals[0] + charged, CALIBRATION_DECAY * totals[1] + estimated_tokens)
+    seconds = float(usage.get("seconds") or 0.0) if clean(usage) else 0.0
+    return replace(
+        state,
+        calibration_input=totals[0],
+        calibration_tokens=totals[1],
+        input_ratio=totals[0] / totals[1] if totals[1] > 0 else state.input_ratio,
+        output_tokens=_ewma(state.output_tokens, usage.get("output_tokens")),
+        calls=_ewma(state.calls, usage.get("api_calls")),
+        run_seconds=_ewma(state.run_seconds, seconds),
+    )
+
+
+def _ewma(old: float | None, new: float | None) -> float | None:
+    if not new:
+        return old
+    return float(new) if old is None else old + PACKET_WEIGHT * (float(new) - old)
+
+
+def _windowed(state: Learned, now: datetime, calls: float, limited: float) -> Learned:
+    keep = 1.0
+    if state.window_at is not None:
+        elapsed = max(0.0, (now - state.window_at).total_seconds())
+        keep = 0.5 ** (elapsed / WINDOW_HALF_LIFE.total_seconds())
+    return replace(
+        state,
+        window_calls=state.window_calls * keep + calls,
+        window_limited=state.window_limited * keep + limited,
+        window_at=now,
+    )
+
+
+def _explained(state: Learned, ctx: Context) -> bool:
+    """Whether the learned profile and limits alone now give a narrower width than the one in use."""
+    seen = with_observed(ctx.limits, state)
+    if not binding_rates(seen):
+        return False
+    return physical_cap(seen, ctx.host_cap, ctx.mean_tokens, state, ctx.host_kind)[0] < ctx.in_use
+
+
+def _decreased(state: Learned, ctx: Context, now: datetime, factor: float) -> Learned:
+    """One correction for one cause: recalibration when it explains the 429s, else a cut of the cap."""
+    reset = replace(
+        state, window_calls=0.0, window_limited=0.0, window_at=now, last_decrease_at=now, round_at=now, round_clean=0
+    )
+    if _explained(state, ctx):
+        return reset
+    width = min(state.cap if state.cap is not None else float(ctx.in_use), float(max(1, ctx.in_use)))
+    smaller = math.floor(width * factor) if factor <= FAILURE_DECREASE else math.floor(width * factor + 0.5)
+    cap = float(max(1, smaller))
+    return replace(reset, cap=cap, threshold=cap)
+
+
+def _grown(state: Learned, ctx: Context, started: datetime, now: datetime) -> Learned:
+    """A clean packet at the width the cap sets. Once a whole wave of them (as many as the cap) started
+    after the cap last moved has come back clean, the cap doubles (slow start, below the threshold the last
+    decrease left) or grows by one. Packets that started before it moved ran at an older width: they prove
+    nothing about this one, so feedback that arrives a run length late cannot push the cap past what was
+    proven."""
+    if state.cap is None or ctx.in_use < math.floor(state.cap):  # the cap is not what limits the width
+        return state
+    if state.round_at is not None and started < state.round_at:
+        return state
+    counted = state.round_clean + 1
+    if counted < max(1, math.floor(state.cap)):
+        return replace(state, round_clean=counted)
+    ceiling = float(min(MAX_LEARNED_CAP, max(1, prior_cap(state, ctx))))
+    if state.threshold is None or state.cap < state.threshold:
+        grown = min(2 * state.cap, state.threshold or 2 * state.cap)
+    else:
+        grown = state.cap + 1
+    return replace(state, cap=max(state.cap, min(ceiling, grown)), round_at=now, round_clean=0)

@@ -97,6 +97,17 @@ def resolve_limits(model: str | None, provider: str | None, config: ModelConfig)
     return ResolvedLimits(provider or provider_for(name), name, limits)
 
 
+def waves_for(n_packets: int, width: int, mode: str) -> list[int]:
+    """How ``n_packets`` go out at ``width``: whole waves balanced (a wave waits for its slowest member, so
+    25 at 16 go as 13 + 12), rolling ones full (a rolling host keeps ``width`` running and refills a slot as
+    soon as it frees, so 20 at 16 run 16 at once and the last 4 as slots free)."""
+    if mode == "whole_wave":
+        return balanced_waves(n_packets, width)
+    width = max(1, min(width, MAX_WAVE_WIDTH))
+    full, rest = divmod(max(0, n_packets), width)
+    return [width] * full + ([rest] if rest else [])
+
+
 def balanced_waves(n_packets: int, cap: int) -> list[int]:
     """Wave sizes for ``n_packets`` at most ``cap`` wide, as even as possible (25, 16 → 13 + 12)."""
     if n_packets <= 0:

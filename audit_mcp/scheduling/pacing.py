@@ -1,4 +1,4 @@
-"""Between the use cases and the pure scheduler: settings, limits seen in headers, and what a run taught.
+"""Between the use cases and the pure scheduler: settings, what a merged run taught, and the views.
 
 Knobs (README, "Rate limits and waves"): ``[scheduler]`` in the session config
 (``half_life_hours``, ``wave_kind``, ``probe``); the environment variables
@@ -8,20 +8,16 @@ over the file, and ``core.config`` has already applied and validated them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from audit_mcp.core.config import SchedulerConfig
 from audit_mcp.scheduling.learning import RunOutcome
-from audit_mcp.scheduling.limits import Limit, ResolvedLimits
-from audit_mcp.scheduling.profile import Learned
+from audit_mcp.scheduling.profile import with_observed
 from audit_mcp.scheduling.ratelimits import parse_error_text
 from audit_mcp.scheduling.scheduler import Forecast, Schedule
-
-# Hosts that wait for a whole batch before starting the next one.
-_WHOLE_WAVE_CLIENTS = ("cursor",)
 
 
 @dataclass(frozen=True)
@@ -37,25 +33,10 @@ def iso(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def pacing_settings(config: SchedulerConfig, client_name: str | None) -> Pacing:
-    """The scheduler's settings: the session config (with the environment's overrides), else what the client is."""
-    kind = config.wave_kind
-    if kind is None:
-        whole = client_name is not None and any(c in client_name.lower() for c in _WHOLE_WAVE_CLIENTS)
-        kind = "whole_wave" if whole else "rolling"
-    return Pacing(timedelta(hours=config.half_life_hours), kind, config.probe)
-
-
-def with_observed(limits: ResolvedLimits, learned: Learned) -> ResolvedLimits:
-    """Limits read from the provider's own rate-limit headers win, at high confidence."""
-    if not learned.observed_limits:
-        return limits
-    merged = dict(limits.limits)
-    seen = iso(learned.observed_at) or "earlier"
-    for key, value in learned.observed_limits.items():
-        if key in merged and value > 0:
-            merged[key] = Limit(value, f"rate-limit headers seen {seen}", "high")
-    return ResolvedLimits(limits.provider, limits.model, merged)
+def pacing_settings(config: SchedulerConfig, dispatch_mode: str) -> Pacing:
+    """The scheduler's settings: the session config (with the environment's overrides) and how the host
+    dispatches (``HostCapabilities.dispatch_mode``, resolved with the host's other capabilities)."""
+    return Pacing(timedelta(hours=config.half_life_hours), dispatch_mode, config.probe)
 
 
 def run_outcome(
@@ -64,22 +45,21 @@ def run_outcome(
     wave_size: int,
     succeeded: int,
     reported: Mapping[str, str],
-    usage: Sequence[tuple[Mapping[str, Any], int]],
+    usage: Sequence[Mapping[str, Any]],
     now: datetime,
+    learned_already: Collection[str] = (),
     printed: Mapping[str, str] | None = None,
 ) -> RunOutcome:
-    """What a merged run says: rate-limited failures, waits, hard stops, limits quoted in errors, usage.
+    """What a merged run says: its rate-limited failures and hard stops, the failures not learned yet
+    (``learned_already`` names the packets whose failure was learned as it was reported), and the calls
+    and rate-limited calls its packets' usage reported.
 
     ``printed`` is what successful workers printed about rate limits, by packet: read as error text is
     (quoted limits, hard stops), while those packets' success stands.
     """
-    signals = [parse_error_text(text, now) for text in reported.values()]
-    limited = [s for s in signals if s.rate_limited]
-    waits = [w for s in limited if (w := s.wait_until(now)) is not None]
+    signals = {packet: parse_error_text(text, now) for packet, text in reported.items()}
+    hard = next((s.hard_stop for s in signals.values() if s.hard_stop), None)
     observed: dict[str, int] = {}
-    for s in signals:
-        observed.update(s.limits)
-    hard = next((s.hard_stop for s in signals if s.hard_stop), None)
     for packet_id, text in (printed or {}).items():
         signal = parse_error_text(text, now)
         observed.update(signal.limits)
@@ -89,13 +69,12 @@ def run_outcome(
         launched=launched,
         wave_size=wave_size,
         succeeded=succeeded,
-        rate_limited=len(limited),
-        wait_until=max(waits) if waits else None,
-        hard_stop=hard,
+        rate_limited=sum(1 for s in signals.values() if s.rate_limited),
+        failures=[text for packet, text in reported.items() if packet not in learned_already],
+        absorbed=int(sum(float(u.get("rate_limited_calls") or 0) for u in usage if u)),
+        calls=int(sum(float(u.get("api_calls") or 0) for u in usage if u)),
         observed_limits=observed,
-        usage=[{k: float(v) for k, v in u.items()} for u, _ in usage if u],
-        estimated_tokens=[tokens for u, tokens in usage if u],
-        absorbed=int(sum(float(u.get("rate_limited_calls") or 0) for u, _ in usage if u)),
+        hard_stop=hard,
     )
 
 
@@ -109,6 +88,8 @@ def forecast_view(forecast: Forecast) -> dict[str, Any]:
         "seconds_low": low,
         "seconds_high": high,
         "time_range": f"about {_minutes(low)} to {_minutes(high)}" if forecast.packets else "nothing to do",
+        "paced_by": forecast.paced_by,
+        "pace": forecast.pace,
     }
 
 
@@ -116,11 +97,13 @@ def _minutes(seconds: int) -> str:
     return f"{max(1, round(seconds / 60))} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
-def schedule_view(result: Schedule, pacing: Pacing, key: str) -> dict[str, Any]:
+def schedule_view(result: Schedule, key: str) -> dict[str, Any]:
     """The schedule as it goes into a dispatch plan and ``quota_status``."""
     return {
         "state_key": key,
-        "wave_kind": pacing.wave_kind,
+        "wave_kind": result.dispatch_mode,
+        "dispatch_mode": result.dispatch_mode,
+        "slow_start": result.slow_start,
         "physical_cap": result.physical_cap,
         "learned_cap": result.learned_cap,
         "reasoning": result.reasoning,
@@ -130,3 +113,7 @@ def schedule_view(result: Schedule, pacing: Pacing, key: str) -> dict[str, Any]:
         "oversize_packets": result.oversize,
         "forecast": forecast_view(result.forecast),
     }
+
+
+# Re-exported: the use cases and the benchmark read observed limits through here.
+__all__ = ["Pacing", "forecast_view", "iso", "pacing_settings", "run_outcome", "schedule_view", "with_observed"]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from audit_mcp.scheduling.limits import ResolvedLimits
+from audit_mcp.scheduling.limits import Limit, ResolvedLimits
 
 # Priors for one subagent run, corrected by observed ``usage`` blocks.
 DEFAULT_RUN_SECONDS = 240.0
@@ -47,15 +47,44 @@ class Learned:
     observed_at: datetime | None = None
     clean_runs: int = 0
     rate_limited_runs: int = 0
+    # Slow start: the learned cap doubles per clean wave below this threshold (None: no decrease yet), then
+    # grows by one per clean wave. A wave is counted from the packets that started after the cap last moved.
+    threshold: float | None = None
+    round_at: datetime | None = None
+    round_clean: int = 0
+    # Calls and rate-limited calls reported in ``usage``, decayed with time: throttling is judged as a rate.
+    window_calls: float = 0.0
+    window_limited: float = 0.0
+    window_at: datetime | None = None
+    # Charged input tokens and packet tokens of recent runs, decayed per run: the input ratio is their quotient.
+    calibration_input: float = 0.0
+    calibration_tokens: float = 0.0
+
+    @property
+    def known(self) -> bool:
+        """Whether anything was learned at all: a cap, a run, a rate limit or an observed limit."""
+        return bool(
+            self.cap is not None
+            or self.clean_runs
+            or self.rate_limited_runs
+            or self.run_seconds
+            or self.observed_limits
+            or self.last_429_at
+        )
 
 
 def decayed_cap(learned: Learned, prior: float, now: datetime, half_life: timedelta) -> float | None:
     """The learned cap pulled back toward ``prior`` by the time since it was learned."""
-    if learned.cap is None or learned.updated_at is None:
+    return decayed(learned.cap, learned, prior, now, half_life)
+
+
+def decayed(value: float | None, learned: Learned, prior: float, now: datetime, half_life: timedelta) -> float | None:
+    """A learned width (the cap, the slow-start threshold) pulled back toward ``prior`` with the half-life."""
+    if value is None or learned.updated_at is None:
         return None
     elapsed = max(0.0, (now - learned.updated_at).total_seconds())
     weight: float = 0.5 ** (elapsed / max(1.0, half_life.total_seconds()))
-    return prior + (learned.cap - prior) * weight
+    return prior + (value - prior) * weight
 
 
 def run_profile(learned: Learned, provider: str = "") -> tuple[float, float, float, float]:
@@ -77,9 +106,35 @@ def binding_rates(limits: ResolvedLimits) -> dict[str, float]:
     return {key: limits.value(key) / 60.0 for key in _PER_MINUTE if limits.limits[key].confidence != "low"}
 
 
+def planning_ratio(learned: Learned, provider: str) -> float:
+    """The input ratio widths and launch pacing are planned with: the learned one; before any usage, for a
+    provider that charges cache reads, the prior; for one that charges every input token, the most a run
+    can draw, each of its calls re-sending the whole packet (the prior's guess at how much less it re-sends
+    varies with the packet, the model and the tools: a first wave planned on it may outrun the bucket)."""
+    if learned.input_ratio:
+        return learned.input_ratio
+    if provider in DEFAULT_INPUT_RATIO:
+        return DEFAULT_INPUT_RATIO[provider]
+    return float(learned.calls or DEFAULT_CALLS)
+
+
 def draws(key: str, tokens: Sequence[float], learned: Learned, provider: str) -> list[float]:
-    """What each run (of packets of ``tokens``) draws on the ``key`` bucket."""
-    _seconds, ratio, out, calls = run_profile(learned, provider)
+    """What each run (of packets of ``tokens``) draws on the ``key`` bucket, as widths are planned."""
+    _seconds, _ratio, out, calls = run_profile(learned, provider)
+    ratio = planning_ratio(learned, provider)
     per_token = {"input_tokens_per_minute": ratio}.get(key, 0.0)
     per_run = {"output_tokens_per_minute": out, "requests_per_minute": calls}.get(key, 0.0)
     return [max(1.0, t * per_token + per_run) for t in tokens]
+
+
+def with_observed(limits: ResolvedLimits, learned: Learned) -> ResolvedLimits:
+    """Limits read from the provider's own rate-limit headers win, at high confidence."""
+    if not learned.observed_limits:
+        return limits
+    merged = dict(limits.limits)
+    at = learned.observed_at
+    seen = at.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z") if at else "earlier"
+    for key, value in learned.observed_limits.items():
+        if key in merged and value > 0:
+            merged[key] = Limit(value, f"rate-limit headers seen {seen}", "high")
+    return ResolvedLimits(limits.provider, limits.model, merged)

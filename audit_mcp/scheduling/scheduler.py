@@ -30,18 +30,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from audit_mcp.scheduling import budget, profile
-from audit_mcp.scheduling.budget import (
-    MIN_PACKET_BUDGET,
-    admissible_tokens,
-    budget_before_uncached_cap,
-    packet_token_budget,
-    sustainable_packet_tokens,
-)
-from audit_mcp.scheduling.limits import MAX_WAVE_WIDTH, ResolvedLimits, balanced_waves
+from audit_mcp.scheduling import profile, reasons
+from audit_mcp.scheduling.budget import admissible_tokens
+from audit_mcp.scheduling.limits import MAX_WAVE_WIDTH, ResolvedLimits, waves_for
 from audit_mcp.scheduling.profile import (
     CACHED_RATIO,
     Learned,
@@ -55,6 +49,7 @@ from audit_mcp.scheduling.profile import (
 # start runs at different times, so the peaks spread out; a whole wave starts at once, so they add up.
 WHOLE_WAVE_INPUT_PEAK = 1.5
 PACING_UTILISATION = 0.9  # launch pacing keeps each bucket's draw a little under its refill
+SLOW_START_WIDTH = 2  # the first wave's width when nothing at all is known about the model's limits
 
 
 @dataclass(frozen=True)
@@ -62,6 +57,7 @@ class PacketLoad:
     packet_id: str
     estimated_tokens: int
     rank: int = 0  # launched before higher ranks (deeper reviews take longer)
+    units: int = 1  # files or chunks in it: a packet of one cannot be packed smaller
 
 
 @dataclass(frozen=True)
@@ -72,6 +68,9 @@ class Forecast:
     estimated_output_tokens: int
     seconds_low: int
     seconds_high: int
+    # What sets the width: "host", "packets", "slow_start", "learned_cap", or the per-minute limit that binds.
+    paced_by: str = "host"
+    pace: str = ""  # the same in a sentence, naming a configured limit that sets the pace
 
 
 @dataclass(frozen=True)
@@ -91,6 +90,9 @@ class Schedule:
     # start (seconds after the run's first launch, aligned with ``order``); zeros when no known limit binds.
     launch_interval_seconds: float
     launch_offsets: list[float]
+    dispatch_mode: str = "rolling"  # how the host is told to dispatch: the mode the schedule was made for
+    slow_start: bool = False  # nothing known yet: the width starts narrow and doubles per clean wave
+    packet_offsets: list[float] | None = None  # each packet's own earliest start, before whole waves share one
 
 
 def physical_cap(
@@ -120,9 +122,12 @@ def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[in
     ``PACING_UTILISATION`` of its rate and charges a run's whole draw at its start: runs start at once
     while the burst lasts (less one output reservation and one request per slot), then no faster than
     the bucket refills, so first calls do not collide and the throughput stays just under the limit.
-    All zeros when nothing binds.
+    All zeros when nothing binds, and at a width of one: a single slot already runs one packet at a time, and
+    holding the next back only leaves the bucket full and idle.
     """
     offsets = [0.0] * len(tokens)
+    if width <= 1:
+        return offsets
     for key, rate in binding_rates(limits).items():
         if rate <= 0:  # nothing is ever admitted: the width of one already says so
             continue
@@ -134,8 +139,9 @@ def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[in
         refill = PACING_UTILISATION * rate
         level, at = burst, 0.0
         for i, draw in enumerate(draws(key, tokens, learned, limits.provider)):
-            start = max(at, offsets[i])
-            level = min(burst, level + refill * (start - at))
+            start = offsets[i] if offsets[i] > at else at
+            level += refill * (start - at)
+            level = burst if level > burst else level
             if level < 0:  # a run starts once the runs before it are paid for
                 start -= level / refill
                 level = 0.0
@@ -176,76 +182,52 @@ def schedule(
     max_packet_tokens: int | None = None,
 ) -> Schedule:
     """The wave schedule for ``packets`` now; ``max_packet_tokens`` (the configured cap the packets were
-    packed under, if known) lets the reasoning say which bound sized them."""
+    packed under, if known) lets the reasoning say which bound sized them.
+
+    ``host_kind`` is how the host dispatches, and the schedule is made for it: a ``rolling`` host keeps the
+    width running (refilling a slot as soon as one frees), a ``whole_wave`` host launches balanced waves.
+    """
     order = sorted(packets, key=lambda p: (p.rank, -p.estimated_tokens, p.packet_id))
     mean_tokens = sum(p.estimated_tokens for p in order) / len(order) if order else 0.0
     c_phys, binding = physical_cap(limits, host_cap, mean_tokens, learned, host_kind)
     decayed = decayed_cap(learned, c_phys, now, half_life)
-    learned_cap = max(1, math.floor(decayed + 0.5)) if decayed is not None else None
+    slow = decayed is None and slow_start(limits, learned)
+    learned_cap = SLOW_START_WIDTH if slow else (max(1, math.floor(decayed + 0.5)) if decayed is not None else None)
     width = max(1, min(c_phys, learned_cap if learned_cap is not None else c_phys, host_cap, MAX_WAVE_WIDTH))
-    waves = balanced_waves(len(order), width)
+    waves = waves_for(len(order), width, host_kind)
     wave_size = waves[0] if waves else 0
-    offsets = launch_offsets(limits, learned, [p.estimated_tokens for p in order], wave_size)
-    if host_kind == "whole_wave":
-        offsets = _by_wave(offsets, waves)
+    starts = launch_offsets(limits, learned, [p.estimated_tokens for p in order], wave_size)
+    offsets = _by_wave(starts, waves) if host_kind == "whole_wave" else starts
     interval, pacer = launch_interval(limits, learned, mean_tokens) if any(offsets) else (0.0, None)
     cooldown = learned.cooldown_until if learned.cooldown_until and learned.cooldown_until > now else None
-    oversize = _oversize(limits, order)
     seconds, ratio, out, _calls = run_profile(learned, limits.provider)
-    why = [
-        f"host allows {host_cap} at once ({host_kind})",
-        f"the limits sustain {c_phys} (bound by {binding}, runs of ~{seconds:.0f}s)",
-    ]
-    if learned_cap is not None:
-        why.append(f"learned cap {learned.cap:.1f} decays to {decayed:.1f} toward {c_phys}")
-    if interval and host_kind == "whole_wave":
-        why.append(
-            f"later waves wait for their launch_offsets (each wave's earliest start, in seconds after the "
-            f"first launch) so runs draw on {pacer} no faster than it refills"
-        )
-    elif interval:
-        first = sum(1 for x in offsets if x == 0)
-        why.append(
-            f"{first} may start at once, then one about every {interval:g}s (launch_offsets gives each "
-            f"packet's earliest start, in seconds after the first launch) so runs draw on {pacer} no faster "
-            "than it refills"
-        )
-    if not binding_rates(limits) and not (learned.clean_runs or learned.rate_limited_runs or learned.run_seconds):
-        why.append(
-            "the model's per-minute limits are not known yet (a built-in guess never holds the host back), "
-            "so this first run may meet rate-limit retries; the first 429 message that quotes a limit is "
-            "learned, or set them under [model] in .audit-mcp.toml (or AUDIT_MCP_RPM, AUDIT_MCP_ITPM, "
-            "AUDIT_MCP_OTPM)"
-        )
-    sustainable = sustainable_packet_tokens(limits, learned)
-    fit = admissible_tokens(limits)  # known exactly when ``sustainable`` is: both need the input limit
-    if (
-        sustainable is not None
-        and fit is not None
-        and sustainable < min(limits.packet_budget, max(MIN_PACKET_BUDGET, fit))
-    ):
-        why.append(
-            f"packets are kept to ~{sustainable:,} tokens so that one run draws input_tokens_per_minute "
-            "no faster than it refills"
-        )
-    if max_packet_tokens is not None and packet_token_budget(limits, learned, max_packet_tokens, host_cap) < (
-        budget_before_uncached_cap(limits, learned, max_packet_tokens)
-    ):  # only the uncached bound does that
-        why.append(
-            f"packets are kept to ~{budget.UNCACHED_PACKET_TOKENS:,} tokens: every call re-sends the whole context "
-            "(cache reads are charged), so smaller packets review the same code for fewer input tokens"
-        )
-    if (rate := binding_rates(limits).get("input_tokens_per_minute")) and mean_tokens * ratio > rate * seconds:
-        why.append(
-            f"one run alone draws ~{mean_tokens * ratio / seconds * 60:,.0f} input tokens a minute, more "
-            "than the limit: expect rate-limit retries at any width"
-        )
-    if cooldown:
-        why.append(f"cooling down until {cooldown.isoformat()}")
-    if oversize:
-        why.append(f"{len(oversize)} packet(s) exceed a token bucket")
-    if learned.hard_stop:
-        why.append(f"hard stop: {learned.hard_stop}")
+    others = min(c_phys, host_cap, MAX_WAVE_WIDTH)
+    if len(order) < min(others, learned_cap or others):
+        paced_by = "packets"
+    elif learned_cap is not None and learned_cap < others:
+        paced_by = "slow_start" if slow else "learned_cap"
+    else:
+        paced_by = binding
+    facts = reasons.Facts(
+        limits=limits,
+        learned=learned,
+        host_cap=host_cap,
+        host_kind=host_kind,
+        width=wave_size,
+        physical_cap=c_phys,
+        binding=binding,
+        learned_cap=learned_cap,
+        decayed=decayed,
+        slow=slow,
+        paced_by=paced_by,
+        offsets=offsets,
+        interval=interval,
+        pacer=pacer,
+        mean_tokens=mean_tokens,
+        max_packet_tokens=max_packet_tokens,
+        cooldown=cooldown,
+        oversize=_oversize(limits, order),
+    )
     total_in = int(sum(p.estimated_tokens for p in order) * ratio)
     forecast = _forecast(limits, order, waves, host_kind, seconds, total_in, int(out * len(order)), now, cooldown)
     return Schedule(
@@ -255,14 +237,24 @@ def schedule(
         estimated_wave_tokens=sum(p.estimated_tokens for p in order[:wave_size]),
         order=[p.packet_id for p in order],
         physical_cap=c_phys,
-        learned_cap=learned_cap,
+        learned_cap=None if slow else learned_cap,  # slow start is a guess, not something learned
         blocked=learned.hard_stop,
-        oversize=oversize,
-        forecast=forecast,
-        reasoning=f"wave size {wave_size}: " + "; ".join(why) + ".",
+        oversize=facts.oversize,
+        forecast=replace(forecast, paced_by=paced_by, pace=reasons.pace(facts)),
+        reasoning=reasons.reasoning(facts),
         launch_interval_seconds=interval,
         launch_offsets=offsets,
+        dispatch_mode=host_kind,
+        slow_start=slow,
+        packet_offsets=starts,
     )
+
+
+def slow_start(limits: ResolvedLimits, learned: Learned) -> bool:
+    """Whether nothing is known about the model: no limit that binds, none observed, nothing learned. Then
+    the first wave is ``SLOW_START_WIDTH`` wide and each clean wave doubles it, instead of trusting a
+    built-in table that is right for nobody in particular."""
+    return not binding_rates(limits) and not learned.known
 
 
 def _oversize(limits: ResolvedLimits, packets: Sequence[PacketLoad]) -> list[str]:

@@ -227,6 +227,22 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX runtime_evidence_audit ON runtime_evidence (audit_id, fingerprint)
         """,
     ),
+    (
+        "0010_runs_in_flight",
+        """
+        CREATE TABLE run_contexts (
+            run_id TEXT PRIMARY KEY,
+            context TEXT NOT NULL
+        );
+        CREATE TABLE reported_failures (
+            packet_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            detail TEXT NOT NULL,
+            at TEXT NOT NULL
+        );
+        CREATE INDEX reported_failures_run ON reported_failures (run_id)
+        """,
+    ),
 )
 
 

@@ -2,7 +2,8 @@
 
 All of the project's SQL lives in this package, split by aggregate: audits and
 their files (``audits``), the coverage matrix (``cells``), runs, packets and
-submissions (``runs``), findings, failures and leads (``findings``), the threat model, verdicts and
+submissions (``runs``), what a run in flight was scheduled for and the failures reported
+while it runs (``inflight``), findings, failures and leads (``findings``), the threat model, verdicts and
 runtime evidence (``opinions``), the ledger (``ledger``) and requeue requests (``requeues``). SQL stays
 portable.
 """
@@ -12,11 +13,21 @@ from __future__ import annotations
 from audit_mcp.store.audits import AuditQueries
 from audit_mcp.store.cells import CellQueries
 from audit_mcp.store.findings import FindingQueries
+from audit_mcp.store.inflight import InflightQueries
 from audit_mcp.store.ledger import LedgerQueries
 from audit_mcp.store.opinions import OpinionQueries
 from audit_mcp.store.requeues import RequeueQueries
 from audit_mcp.store.runs import RunQueries
 
 
-class Tx(AuditQueries, CellQueries, RunQueries, FindingQueries, OpinionQueries, LedgerQueries, RequeueQueries):
+class Tx(
+    AuditQueries,
+    CellQueries,
+    RunQueries,
+    InflightQueries,
+    FindingQueries,
+    OpinionQueries,
+    LedgerQueries,
+    RequeueQueries,
+):
     """Typed queries inside one transaction."""

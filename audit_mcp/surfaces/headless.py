@@ -5,14 +5,16 @@ through ``audit-mcp submit-packet``; in ``file`` mode it only writes its results
 path, also ``{results_path}``), which the runner checks and records the moment the worker exits. Either
 way a results file left by a worker that died after writing it counts: the work is kept, not redone.
 At most ``wave_size`` workers run at once (a sliding window: a finished worker's slot is refilled at
-once, but no packet starts before its ``not_before_seconds`` in the plan); a worker that fails
-rate-limited halves the window for the rest of the run, and its error text is handed to
-``merge_and_ingest`` so the scheduler sets a cooldown, which the next run waits out (or stops at, past
-``max_wait``). A worker that did its packet is read too (``scheduling.worker_output``): the usage and
-rate-limit output it printed goes to the merge, which learns from it as from a failed worker's text.
+once, but no packet starts before its ``not_before_seconds`` in the plan). Each time a worker finishes the
+runner asks ``plan_status``, with the failures so far, for the width, the cooldown and the start times of
+the packets not launched yet: the scheduler learns from each submission's usage and each failure as they
+arrive, so a throttled run narrows (and waits out a cooldown) before its next launch, not only the next
+run. A cooldown still in force when a run starts is waited out (or stopped at, past ``max_wait``).
+A worker that did its packet is read too (``scheduling.worker_output``): the usage and rate-limit output
+it printed goes to the merge, which learns from it as from a failed worker's text.
 ``quota_probe`` asks the provider about its limits before the first plan (``usecases.probing``).
-``max_runs`` stops after that many review runs. An interrupted run resumes: the open run's packets
-without recorded work are relaunched.
+``max_runs`` stops after that many review runs. An interrupted run resumes: the open
+run's packets without recorded work are relaunched.
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class HeadlessRunner:
         self.sleep = sleep
         self.env = dict(os.environ if env is None else env)
         self._printed: dict[str, WorkerReport] = {}
+        self.stopped: str | None = None  # why the current run launches nothing more
 
     def run(self) -> HeadlessResult:
         caps: dict[str, Any] = {
@@ -149,12 +152,17 @@ class HeadlessRunner:
                 self.say(f"cooling down {wait:.0f}s after rate-limit errors")
                 self.sleep(wait)
             result.runs.append(step.run_id)
+            self.stopped = None
             failures = self._run_packets(step.run_id, plan)
             result.failures.update(failures)
+            if self.stopped:  # the run stays open; the next invocation resumes it after the cooldown
+                result.message, result.step = self.stopped, step
+                return result
             # A refused results file is not an error the worker saw: the merge reads the file again and
             # hands the packet out with the file's errors.
-            seen = [{"packet_id": p, "error": e} for p, e in failures.items() if not e.startswith(_REFUSED_FILE)]
-            summary = self.service.merge_and_ingest(step.run_id, seen, actor="headless", printed=self._printed)
+            summary = self.service.merge_and_ingest(
+                step.run_id, _seen(failures), actor="headless", printed=self._printed
+            )
             self._printed = {}
             for packet_id in summary.ingested_from_files:
                 result.failures.pop(packet_id, None)
@@ -200,30 +208,42 @@ class HeadlessRunner:
 
     def _run_packets(self, run_id: str, plan: Mapping[str, Any]) -> dict[str, str]:
         done = self._submitted(run_id)
-        queue = [p for p in plan["packets"] if p["packet_id"] not in done]
-        if done:
+        status = self.service.plan_status(run_id)  # a resumed run: what is left of it, as the scheduler sees it now
+        order = {w.packet_id: i for i, w in enumerate(status.waiting)}
+        queue = sorted((p for p in plan["packets"] if p["packet_id"] in order), key=lambda p: order[p["packet_id"]])
+        if done or status.failed:
             self.say(f"run {run_id}: resuming; {len(done)} packet(s) already submitted, {len(queue)} to go")
-        window = max(1, min(int(plan.get("wave_size") or 1), self.max_workers))
+        window = max(1, min(status.width, self.max_workers))
         self.say(f"run {run_id}: {len(queue)} packet(s), up to {window} worker(s) at a time")
         # Launch pacing: a packet starts no sooner than its not_before_seconds after the first start (counted
         # from the first outstanding packet when the run resumes).
-        base = min((float(p.get("not_before_seconds") or 0.0) for p in queue), default=0.0)
+        offsets = {w.packet_id: w.not_before_seconds for w in status.waiting}
+        base = min(offsets.values(), default=0.0)
+        resume_at = 0.0  # monotonic: a cooldown the server set while the run went
         first_start: float | None = None
         running: list[Worker] = []
+        launched: list[str] = []
         failures: dict[str, str] = {}
         try:
             while queue or running:
-                due = 0.0
-                while queue and len(running) < window:
+                due = resume_at - time.monotonic()
+                while queue and len(running) < window and due <= 0:
                     if first_start is not None:
-                        offset = float(queue[0].get("not_before_seconds") or 0.0) - base
-                        due = first_start + offset - time.monotonic()
+                        due = first_start + offsets[queue[0]["packet_id"]] - base - time.monotonic()
                         if due > 0:
                             break
-                    running.append(self._launch(run_id, queue.pop(0)))
+                    packet = queue.pop(0)
+                    running.append(self._launch(run_id, packet))
+                    launched.append(packet["packet_id"])
                     first_start = time.monotonic() if first_start is None else first_start
+                if not running and resume_at > time.monotonic():
+                    wait = resume_at - time.monotonic()
+                    self.say(f"  cooling down {wait:.0f}s after rate-limit errors")
+                    self.sleep(wait)
+                    resume_at = 0.0
+                    continue
                 if not running:
-                    time.sleep(min(due, 1.0))  # only a paced launch is waiting
+                    time.sleep(min(max(due, 0.0), 1.0))  # only a paced launch is waiting
                     continue
                 finished = reap(running, self.timeout)
                 if not finished:
@@ -237,11 +257,27 @@ class HeadlessRunner:
                     if error.startswith(_REFUSED_FILE):
                         self.say(f"  {worker.packet_id}: its results file was refused; it is handed out again")
                         continue
-                    kind = classify(error).kind
-                    self.say(f"  {worker.packet_id}: failed ({kind}); output in {worker.stderr}")
-                    if kind == "rate_limited" and window > 1:
-                        window = max(1, window // 2)
-                        self.say(f"  rate-limited: at most {window} worker(s) at a time for the rest of this run")
+                    self.say(f"  {worker.packet_id}: failed ({classify(error).kind}); output in {worker.stderr}")
+                # Between waves the server has learned from the usage and failures so far: ask it what now.
+                status = self.service.plan_status(run_id, _seen(failures), launched)
+                if status.width != window:
+                    self.say(f"  the scheduler now keeps {status.width} worker(s) running: {status.reasoning}")
+                window = max(1, min(status.width, self.max_workers))
+                offsets.update({w.packet_id: w.not_before_seconds for w in status.waiting})
+                order = {w.packet_id: i for i, w in enumerate(status.waiting)}
+                queue = sorted((p for p in queue if p["packet_id"] in order), key=lambda p: order[p["packet_id"]])
+                if status.cooldown_until:
+                    until = datetime.fromisoformat(status.cooldown_until.replace("Z", "+00:00"))
+                    wait = max(0.0, (until - datetime.now(UTC)).total_seconds())
+                    resume_at = time.monotonic() + wait
+                    if wait > self.max_wait and queue:
+                        self.stopped = (
+                            f"rate-limited: the scheduler's cooldown ends in {wait:.0f}s, past --max-wait "
+                            f"{self.max_wait:.0f}s; {len(queue)} packet(s) of run {run_id} are not launched yet: "
+                            "run the same command again later to resume"
+                        )
+                        self.say(f"  {self.stopped}")
+                        queue = []
         finally:
             for worker in running:
                 stop(worker)
@@ -298,6 +334,12 @@ class HeadlessRunner:
         self._printed[worker.packet_id] = report
         line = describe(report, datetime.now(UTC))
         return f"; it printed {line}" if line else ""
+
+
+def _seen(failures: Mapping[str, str]) -> list[dict[str, str]]:
+    """The failures a worker saw, for the server; a refused results file is not one (the merge reads the file
+    again and hands the packet out with the file's errors)."""
+    return [{"packet_id": p, "error": e} for p, e in failures.items() if not e.startswith(_REFUSED_FILE)]
 
 
 def interrupt_on_sigterm() -> None:

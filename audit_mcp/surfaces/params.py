@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, SkipValidation
 
@@ -89,4 +89,23 @@ Failures = Annotated[
     list[Failure] | None,
     SkipValidation,
     Field(description="The packets whose subagent failed; a packet neither submitted nor listed counts as failed."),
+]
+FailuresSoFar = Annotated[
+    list[Failure] | None,
+    SkipValidation,
+    Field(
+        description="The packets of the run that failed so far: they teach the scheduler at once and are "
+        "remembered for merge_and_ingest."
+    ),
+]
+Launched = Annotated[
+    list[str] | None,
+    Field(max_length=2_000, description="The packet ids already started (so that only the others are listed)."),
+]
+DispatchMode = Annotated[
+    Literal["rolling", "whole_wave"] | None,
+    Field(
+        description="Capability answer: rolling if the host starts the next subagent as soon as one finishes, "
+        "whole_wave if it waits for every subagent of a wave; the run is planned and its prompt written for it."
+    ),
 ]

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ToolAnnotations
 
 from audit_mcp.core.errors import AuditError, NotFoundError
-from audit_mcp.core.models import MergeSummary, Problem, QuotaStatus, Receipt, StatusView, Step
+from audit_mcp.core.models import MergeSummary, PlanStatus, Problem, QuotaStatus, Receipt, StatusView, Step
 from audit_mcp.core.progress import Progress
 from audit_mcp.core.version import __version__
 from audit_mcp.engine.plan_pages import PAGE_CHARS
@@ -123,6 +123,7 @@ def build_server(
         host_can_select_subagent_model: p.CanSelectModel = None,
         host_max_active_subagents: p.MaxActive = None,
         host_model: p.HostModel = None,
+        host_dispatch_mode: p.DispatchMode = None,
         new_audit: p.NewAudit = False,
         retry_blocked: p.RetryBlocked = False,
         since: p.Since = None,
@@ -133,7 +134,10 @@ def build_server(
         The server runs every deterministic obligation it can (intake, planning, merging, the report)
         and returns a step: capability_check, dispatch_review, single_task_fallback, present_report or
         blocked. Read the step's prompt (resource audit://step/current/prompt) and do exactly that.
-        Host capability arguments are answers to a capability_check and are remembered for the audit.
+        Host capability arguments are answers to a capability_check and are remembered for the audit;
+        `host_dispatch_mode` says whether the host refills a subagent slot as soon as one finishes
+        (`rolling`) or waits for every subagent of a wave (`whole_wave`): the run is planned and the
+        prompt written for that mode.
         `new_audit` starts a fresh audit after a finished one; `retry_blocked` clears a blocker once
         its cause is fixed. `since` (a git ref) limits an audit that starts now to the files changed since it.
         `analyzer_results` names analyzer output (SARIF, bandit or semgrep JSON) inside the repository whose
@@ -146,6 +150,7 @@ def build_server(
             "can_restrict_subagent_tools": host_can_restrict_subagent_tools,
             "can_select_subagent_model": host_can_select_subagent_model,
             "max_active_subagents": host_max_active_subagents,
+            "dispatch_mode": host_dispatch_mode,
             "model": host_model,
         }
         progress = _reporter(ctx, channels)
@@ -225,6 +230,21 @@ def build_server(
         if not summary.already_merged:
             await channels.changed(ctx, STATE_URIS)
         return summary
+
+    @server.tool(
+        title="Plan status between waves",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    def plan_status(run_id: p.RunId, failures: p.FailuresSoFar = None, launched: p.Launched = None) -> PlanStatus:
+        """What to do now with the packets of a run not launched yet: the width (rolling: how many to keep
+        running; whole_wave: the next wave's size), the cooldown, and each waiting packet's earliest start.
+        Call it between waves (a rolling host: each time a subagent finishes). `failures` are the packets
+        that failed so far, [{"packet_id": ..., "error": "<the error text you saw>"}]: they teach the
+        scheduler now and are remembered for merge_and_ingest. `launched` lists the packet ids already
+        started. Usage sent with each submit_packet is learned as it arrives, too.
+        """
+        reported: Any = failures or []  # raw JSON: the use case checks it against the same models
+        return _call(lambda: registry.for_run(run_id).plan_status(run_id, reported, launched or []))
 
     @server.tool(
         title="Quota and wave schedule",

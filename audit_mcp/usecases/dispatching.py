@@ -17,6 +17,7 @@ from audit_mcp.scheduling.leases import lease_end
 from audit_mcp.scheduling.pacing import schedule_view
 from audit_mcp.store.records import PacketRow, RunRow
 from audit_mcp.usecases.forecasting import plan_next_run
+from audit_mcp.usecases.inflight import context_for
 from audit_mcp.usecases.workspace import Workspace, iso
 
 
@@ -40,7 +41,7 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
             waves=run.waves,
             cooldown_until=run.cooldown_until,
             order=planned.order,
-            schedule=schedule_view(planned, run.settings, run.state_key),
+            schedule=schedule_view(planned, run.state_key),
             launch_offsets=dict(zip(planned.order, planned.launch_offsets, strict=True)),
         )
         plan_doc["lease_expires_at"] = iso(lease_end(ws.clock(), config.lease_seconds))
@@ -89,6 +90,10 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
             for wave in range(1, len(plan_doc["waves"]) + 1):
                 prompts.write(ws.wave_path(run_id, wave), json.dumps(wave_doc(plan_doc, wave), indent=2) + "\n")
         tx.lease_packets(run_id, plan_doc["lease_expires_at"])
+        units = {s.packet_id: len(s.plan.units) for s in specs}
+        tx.put_run_context(
+            run_id, {**context_for(run.state_key, run.limits, caps, run.settings, config).as_dict(), "units": units}
+        )
         # Indented for people when small; compact (and fast to write) on large repositories.
         indent = 2 if len(specs) <= 100 else None
         write_atomic(ws.plan_path(run_id), json.dumps(plan_doc, indent=indent) + "\n")

@@ -22,7 +22,7 @@ from audit_mcp.engine.lenses import resolve_lenses
 from audit_mcp.engine.packet_prompts import estimate_tokens, packet_prompt_prefix
 from audit_mcp.engine.packets import pack
 from audit_mcp.scheduling.budget import packet_token_budget
-from audit_mcp.scheduling.limits import balanced_waves
+from audit_mcp.scheduling.limits import ResolvedLimits
 from audit_mcp.scheduling.pacing import Pacing, forecast_view
 from audit_mcp.scheduling.pacing import iso as iso_or_none
 from audit_mcp.scheduling.scheduler import PacketLoad, Schedule, schedule
@@ -49,6 +49,7 @@ class NextRun:
     planned: Schedule
     cooldown_until: str | None
     settings: Pacing
+    limits: ResolvedLimits
     state_key: str
     prefix: str
     files: Mapping[str, FileRow]
@@ -59,7 +60,7 @@ class NextRun:
 
     @property
     def waves(self) -> list[int]:
-        return balanced_waves(len(self.specs), self.planned.wave_size)
+        return self.planned.waves
 
     def forecast(self) -> dict[str, Any]:
         """What this run will take, as the dispatch plan's ``schedule.forecast`` and beyond; no packet ids."""
@@ -118,7 +119,7 @@ def plan_next_run(
         learned,
         caps.max_active_subagents,
         settings.wave_kind,
-        [PacketLoad(s.packet_id, s.plan.estimated_tokens, TIER_ORDER[s.plan.tier]) for s in specs],
+        [PacketLoad(s.packet_id, s.plan.estimated_tokens, TIER_ORDER[s.plan.tier], len(s.plan.units)) for s in specs],
         ws.clock(),
         half_life=settings.half_life,
         max_packet_tokens=config.max_packet_tokens,
@@ -132,6 +133,7 @@ def plan_next_run(
         planned=planned,
         cooldown_until=waiting,
         settings=settings,
+        limits=limits,
         state_key=key,
         prefix=prefix,
         files=files,

@@ -12,17 +12,22 @@ from audit_mcp.core.text import id_problem
 from audit_mcp.engine import drift
 from audit_mcp.engine.checks import MAX_FAILURE_TEXT_CHARS, clean_text, value_problems
 from audit_mcp.engine.coverage import completeness, totals
-from audit_mcp.engine.ingest import INVALID_RESULTS, ingest_run
+from audit_mcp.engine.ingest import HELD, INVALID_RESULTS, ingest_run
 from audit_mcp.engine.inputs import Failure, shape_problems
 from audit_mcp.scheduling.failures import NOT_SUBMITTED, classify
-from audit_mcp.scheduling.pacing import pacing_settings, run_outcome
+from audit_mcp.scheduling.pacing import run_outcome
 from audit_mcp.scheduling.worker_output import WorkerReport, describe
 from audit_mcp.store.records import FileRow
 from audit_mcp.usecases.deferred import ingest_deferred
+from audit_mcp.usecases.inflight import in_flight, learn_measured_usage
 from audit_mcp.usecases.rates import learn_from_run
 from audit_mcp.usecases.workspace import Workspace
 
 MAX_REQUEUED_LISTED = 50
+HELD_TEXT = (
+    "held back: its first call cannot fit the model's input limit as now known; packed again, smaller, for the "
+    "next run (not counted as an attempt)"
+)
 
 
 def merge_and_ingest(
@@ -43,7 +48,7 @@ def merge_and_ingest(
     """
     if problem := id_problem("run_id", run_id):
         raise InputError([("/run_id", problem)], "Nothing changed. Take run_id from the current step.")
-    reported = _reported(failures)
+    reported = checked_failures(failures)
     if not ws.has_state():
         raise NotFoundError(_unknown(ws, run_id, "no audit has started there"))
     with ws.store.read() as tx:
@@ -60,7 +65,6 @@ def merge_and_ingest(
             f"Nothing changed. The packets of run {run_id} are {', '.join(packet_ids)}; report only those.",
         )
     config = ws.config()
-    half_life = pacing_settings(config.scheduler, None).half_life
     now = ws.now()
     tell(progress, 1, 2, f"merging run {run_id} ({len(reported)} packet(s) reported failed)")
     deferred = ingest_deferred(ws, run_id, final=True)
@@ -90,28 +94,39 @@ def merge_and_ingest(
                 completeness=completeness(counts),
                 next_action="This run was already merged; nothing changed. Call next_step.",
             )
+        # Failures reported while the run went (plan_status) were learned then; the merge's list adds the rest.
+        early = tx.reported_failures(run_id)
+        reported = {**early, **reported}
         submitted = tx.submitted_packet_ids(run_id)
         failed = {
             p.packet_id: _failure(reported.get(p.packet_id), deferred.refused.get(p.packet_id))
             for p in packets
             if p.packet_id not in submitted
         }
+        flight = in_flight(ws, config, tx, run_id)
+        for packet_id in flight.live((), ws.clock()).held if flight is not None else []:
+            if packet_id in failed and packet_id not in reported:
+                failed[packet_id] = (HELD, HELD_TEXT)
         accepted = tx.run_submissions(run_id)
         outcome = ingest_run(tx, audit.audit_id, run, packets, failed, config.max_attempts, now, accepted)
         seen = {pid: r for pid, r in (printed or {}).items() if pid in submitted}
-        usage: list[tuple[dict[str, Any], int]] = []
+        usage: list[dict[str, Any]] = []
+        measured: list[tuple[dict[str, Any], int]] = []  # what successful workers printed, learned below
         for p in packets:
             if (sub := accepted.get(p.packet_id)) is not None:
-                measured = seen[p.packet_id].usage if p.packet_id in seen else {}
-                usage.append(({**(sub.get("usage") or {}), **measured}, p.estimated_tokens))
+                printed_usage = seen[p.packet_id].usage if p.packet_id in seen else {}
+                usage.append({**(sub.get("usage") or {}), **printed_usage})
+                if printed_usage:
+                    measured.append((dict(printed_usage), p.estimated_tokens))
         taught = run_outcome(
             launched=len(packets),
             wave_size=run.wave_size,
             succeeded=outcome.merged,
-            reported=reported,
+            reported={p: reported[p] for p in failed if p in reported},
             usage=usage,
             now=ws.clock(),
             printed={pid: r.text for pid, r in seen.items() if r.text},
+            learned_already=set(early),
         )
         told = {pid: line for pid, r in seen.items() if (line := describe(r, ws.clock()))}
         if taught.hard_stop:
@@ -136,7 +151,10 @@ def merge_and_ingest(
             + (f"; successful workers printed usage or rate limits for {', '.join(sorted(told))}" if told else ""),
             outcome="ok",
         )
-    learn_from_run(ws, run, taught, half_life)
+    if flight is not None:  # usage was learned as each packet was submitted; printed usage is learned now
+        for numbers, estimated_tokens in measured:
+            learn_measured_usage(ws, flight, estimated_tokens, numbers)
+        learn_from_run(ws, flight.context.key, taught, flight.learning(ws.clock()))
     still = [r for r in outcome.requeued if r.state == "pending"]
     tell(progress, 2, 2, f"merged run {run_id}: {outcome.covered} task(s) covered, {len(still)} requeued")
     return MergeSummary(
@@ -163,7 +181,7 @@ _FAILURE_MESSAGES: dict[str, Callable[[Any], str]] = {
 }
 
 
-def _reported(failures: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
+def checked_failures(failures: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
     """Packet id -> the error text the host saw, for every well-formed failure; ``InputError`` otherwise."""
     if failures is not None and not isinstance(failures, list | tuple):
         raise InputError([("/failures", "must be an array of {packet_id, error} objects")], "Nothing changed.")

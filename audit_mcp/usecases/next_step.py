@@ -85,7 +85,7 @@ def next_step(
         with ws.store.read() as tx:
             audit = tx.current_audit()
             remembered = hosts.remember(arguments, audit.host_caps if audit else {})
-            caps = hosts.resolve(arguments, remembered, config.host, client_name)
+            caps = hosts.resolve(arguments, remembered, config.host, client_name, config.scheduler.wave_kind)
             state = _planner_state(ws, tx, audit, config, caps, fresh=start_fresh)
         decision = decide(state, tuple(history))
         if decision.executor is Executor.AGENT:

@@ -38,7 +38,13 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         audit = tx.current_audit() if tx is not None else None
         if tx is not None and audit is not None:
             remembered = audit.host_caps
-        caps = hosts.resolve({"model": host_model}, remembered, config.host, hosts.remembered_client(remembered))
+        caps = hosts.resolve(
+            {"model": host_model},
+            remembered,
+            config.host,
+            hosts.remembered_client(remembered),
+            config.scheduler.wave_kind,
+        )
         if tx is not None and audit is not None:
             failures = tx.failures(audit.audit_id)
             run = plan_next_run(
@@ -86,7 +92,7 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
     if learned.hard_stop:
         notes.append(f"Last hard stop: {learned.hard_stop}")
     notes += ws.learned.notes(key)
-    view = schedule_view(planned, pacing, key)
+    view = schedule_view(planned, key)
     cooldown = run.cooldown_until if run is not None else iso(planned.cooldown_until)
     forecast = run.forecast() if run is not None else {**view["forecast"], "cells": 0, "pending_cells": 0}
     return QuotaStatus(
@@ -98,7 +104,9 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         },
         packet_budget_tokens=budget,
         learned={
-            "max_safe_concurrency": planned.learned_cap or planned.physical_cap,
+            "max_safe_concurrency": planned.learned_cap
+            or (planned.wave_size if planned.slow_start else planned.physical_cap),
+            "slow_start": planned.slow_start,
             "learned_cap": planned.learned_cap,
             "physical_cap": planned.physical_cap,
             "cooldown_until": cooldown,

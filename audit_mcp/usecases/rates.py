@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.models import HostCapabilities
 from audit_mcp.scheduling.failures import cooldown_until
 from audit_mcp.scheduling.learned import state_key
-from audit_mcp.scheduling.learning import RunOutcome, learn
+from audit_mcp.scheduling.learning import Context, RunOutcome, learn_run
 from audit_mcp.scheduling.limits import ResolvedLimits, resolve_limits
 from audit_mcp.scheduling.pacing import Pacing, pacing_settings, with_observed
 from audit_mcp.scheduling.profile import Learned
-from audit_mcp.store.records import RunRow
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.workspace import Workspace, iso
 
@@ -21,7 +20,7 @@ def pacing(
     ws: Workspace, config: SessionConfig, caps: HostCapabilities, provider: str | None = None
 ) -> tuple[ResolvedLimits, Learned, str, Pacing]:
     """Limits (with any seen in real headers), learned state and its key, and the scheduler's settings."""
-    settings = pacing_settings(config.scheduler, caps.client_name)
+    settings = pacing_settings(config.scheduler, caps.dispatch_mode)
     base = resolve_limits(caps.model, provider, config.model)
     key = state_key(base.provider, base.model)
     learned = ws.learned.get(key)
@@ -42,12 +41,8 @@ def cooldown(ws: Workspace, tx: Tx, audit_id: int) -> str | None:
     return iso(latest)
 
 
-def learn_from_run(ws: Workspace, run: RunRow, taught: RunOutcome, half_life: timedelta) -> None:
-    """Fold a merged run's outcome into the learned state of the model it was scheduled for."""
-    planned = run.plan.get("schedule") or {}
-    key = planned.get("state_key")
-    if not key:
-        return
-    prior = float(planned.get("physical_cap") or run.wave_size or 1)
+def learn_from_run(ws: Workspace, key: str, taught: RunOutcome, context: Context) -> None:
+    """Fold what a merged run says (that its packets' usage and reported failures did not) into the learned
+    state of the model it was scheduled for."""
     now = ws.clock()
-    ws.learned.update(key, lambda state: learn(state, taught, now, prior, half_life), now)
+    ws.learned.update(key, lambda state: learn_run(state, taught, now, context), now)

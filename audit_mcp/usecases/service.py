@@ -3,7 +3,7 @@
 The MCP server, the CLI, the headless runner and the demo hold no logic of
 their own; they call ``AuditService``, which delegates each verb to its use
 case module (``next_step``, ``submission``, ``merging``, ``reporting``,
-``quota``, ``status``, and the operator verbs: ``deferred`` and
+``plan_status``, ``quota``, ``status``, and the operator verbs: ``deferred`` and
 ``result_files``, ``explaining``, ``requeueing``, ``abandoning``,
 ``cleaning``, ``stages``) over the shared ``Workspace``.
 """
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.core.models import FileReceipt, MergeSummary, QuotaStatus, Receipt, StatusView, Step
+from audit_mcp.core.models import FileReceipt, MergeSummary, PlanStatus, QuotaStatus, Receipt, StatusView, Step
 from audit_mcp.core.operations import AbandonResult, CleanupResult, RequeueResult, StageResult, TaskExplanation
 from audit_mcp.core.progress import Progress
 from audit_mcp.engine.templates import render
@@ -29,6 +29,7 @@ from audit_mcp.usecases import (
     handoff,
     merging,
     next_step,
+    plan_status,
     plans,
     quota,
     rates,
@@ -100,6 +101,14 @@ class AuditService(Workspace):
         printed: Mapping[str, WorkerReport] | None = None,
     ) -> MergeSummary:
         return merging.merge_and_ingest(self, run_id, failures, actor=actor, progress=progress, printed=printed)
+
+    def plan_status(
+        self,
+        run_id: str,
+        failures: Sequence[Mapping[str, Any]] | None = None,
+        launched: Sequence[str] | None = None,
+    ) -> PlanStatus:
+        return plan_status.plan_status(self, run_id, failures, launched)
 
     # operator verbs ---------------------------------------------------------------------
     def explain_task(self, task_id: str) -> TaskExplanation:

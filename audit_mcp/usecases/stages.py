@@ -29,7 +29,7 @@ def run_stage(ws: Workspace, stage: str, *, new_audit: bool = False) -> StageRes
     lenses = [lens.lens_id for lens in resolve_lenses(config)]
     with ws.store.read() as tx:
         audit = tx.current_audit()
-        caps = hosts.resolve({}, audit.host_caps if audit else {}, config.host, None)
+        caps = hosts.resolve({}, audit.host_caps if audit else {}, config.host, None, config.scheduler.wave_kind)
         seen = audit.audit_id if audit else None
         in_flight = (
             audit is not None and not audit.abandoned_at and bool(tx.cells(audit.audit_id, [CellState.ASSIGNED]))

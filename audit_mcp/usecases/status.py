@@ -61,7 +61,9 @@ def status_view(ws: Workspace) -> StatusView:
         skipped = [f for f in tx.files(audit.audit_id) if f.scope == "skipped"]
         open_run = next((r for r in runs if r["state"] == "open"), None)
         remembered = audit.host_caps
-        caps = hosts.resolve({}, remembered, config.host, hosts.remembered_client(remembered))
+        caps = hosts.resolve(
+            {}, remembered, config.host, hosts.remembered_client(remembered), config.scheduler.wave_kind
+        )
         next_run = plan_next_run(ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False)
         view = StatusView(
             repo_root=str(ws.root),

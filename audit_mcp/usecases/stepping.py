@@ -9,9 +9,13 @@ from audit_mcp.core.models import HostCapabilities, Step
 from audit_mcp.engine.coverage import completeness, totals
 from audit_mcp.engine.planner import Decision, Obligation, PlannerState
 from audit_mcp.engine.steps import StepContext, render_step
-from audit_mcp.scheduling.limits import balanced_waves
+from audit_mcp.scheduling.limits import waves_for
+from audit_mcp.scheduling.pacing import iso, schedule_view
+from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.forecasting import plan_next_run
 from audit_mcp.usecases.handoff import update_handoff
+from audit_mcp.usecases.inflight import InFlight, in_flight
+from audit_mcp.usecases.rates import cooldown
 from audit_mcp.usecases.workspace import Workspace
 
 
@@ -64,11 +68,31 @@ def agent_step(
             ctx.outstanding = [p for p in run.plan["packets"] if p["packet_id"] not in submitted]
             ctx.submitted = sorted(submitted)
             # The scheduler's width, never the host's bare cap: the limits or a learned cap may be tighter.
-            ctx.waves = balanced_waves(len(ctx.outstanding), run.plan.get("wave_size") or caps.max_active_subagents)
+            mode = (run.plan.get("schedule") or {}).get("dispatch_mode") or caps.dispatch_mode
+            ctx.waves = waves_for(len(ctx.outstanding), run.plan.get("wave_size") or caps.max_active_subagents, mode)
+            flight = in_flight(ws, ws.config(), tx, run.run_id)
+            if flight is not None and run.kind != "single":
+                _live(ws, tx, ctx, flight, run.audit_id)
         elif decision.obligation is Obligation.PRESENT_REPORT:
             ctx.kind, ctx.status = "present_report", "complete"
             ctx.report_path = ws.report_md_path
     return ctx
+
+
+def _live(ws: Workspace, tx: Tx, ctx: StepContext, flight: InFlight, audit_id: int) -> None:
+    """A run in flight is handed out as it stands now: what was learned since its dispatch (usage, reported
+    failures) sets the width, the cooldown and the start times of the packets still outstanding."""
+    assert ctx.plan is not None
+    live = flight.live((), ws.clock())
+    ctx.outstanding = [p for p in ctx.outstanding if p["packet_id"] in live.offsets]
+    order = {pid: i for i, pid in enumerate(live.waiting)}
+    ctx.outstanding.sort(key=lambda p: order[p["packet_id"]])
+    ctx.outstanding = [{**p, "not_before_seconds": live.offsets[p["packet_id"]]} for p in ctx.outstanding]
+    ctx.waves = live.waves
+    planned = ctx.plan.get("schedule") or {}
+    waiting = max(filter(None, (cooldown(ws, tx, audit_id), iso(live.schedule.cooldown_until))), default=None)
+    view = schedule_view(live.schedule, planned.get("state_key") or flight.context.key)
+    ctx.plan = {**ctx.plan, "cooldown_until": waiting, "wave_size": live.width, "schedule": {**planned, **view}}
 
 
 def write_step(ws: Workspace, ctx: StepContext) -> Step:

@@ -11,6 +11,7 @@ from audit_mcp.core.text import capped, clean_text, id_problem
 from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json, value_problems
 from audit_mcp.engine.validation import PacketValidator
 from audit_mcp.scheduling.leases import superseded_message
+from audit_mcp.usecases.inflight import learn_from_usage
 from audit_mcp.usecases.workspace import Workspace
 
 
@@ -165,6 +166,9 @@ def submit_packet(
                 )
         if replaced:
             warnings.append(Problem(location="/", message="this submission replaced the packet's earlier accepted one"))
+        elif outcome.usage:
+            # Recorded first: the usage teaches the scheduler now, while the run is still going.
+            learn_from_usage(ws, run_id, packet.estimated_tokens, outcome.usage)
     return Receipt(
         accepted=True,
         run_id=run_id,

@@ -32,10 +32,11 @@ class Orders:
     wave: int  # whole_wave: how many the next wave launches
     not_before: Mapping[str, float] = field(default_factory=dict)  # seconds after the run's first start
     resume_at: float = 0.0  # absolute: nothing starts before (a cooldown)
+    hold: frozenset[str] = frozenset()  # not to be launched in this run (they go back to the queue)
 
 
 class Controller(Protocol):
-    def orders(self, now: float, launched: int) -> Orders: ...
+    def orders(self, now: float, launched: int, waiting: frozenset[str]) -> Orders: ...
 
     def finished(self, packet: Packet, usage: dict[str, float], now: float) -> None: ...
 
@@ -53,6 +54,7 @@ class RunResult:
     end: float = 0.0
     widths: list[int] = field(default_factory=list)  # the width in force at each launch
     aborted: bool = False  # past the deadline: this run's outcome cannot matter
+    held: list[str] = field(default_factory=list)  # packets the host was told not to launch
 
 
 def usage_of(packet: Packet, seconds: float, throttled: int) -> dict[str, float]:
@@ -98,7 +100,10 @@ def run_packets(
         heapq.heappush(events, (at, next(seq), "call", packet, 0, 0))
 
     def decide(now: float) -> None:
-        orders = controller.orders(now, launched)
+        orders = controller.orders(now, launched, frozenset(p.packet_id for p in queue))
+        if orders.hold:
+            out.held += [p.packet_id for p in queue if p.packet_id in orders.hold]
+            queue[:] = [p for p in queue if p.packet_id not in orders.hold]
         mode = orders.mode if can_roll else "whole_wave"
         if mode == "whole_wave":
             if active or not queue:
@@ -170,7 +175,7 @@ class Fixed:
     def __init__(self, width: int, mode: str) -> None:
         self.width, self.mode = width, mode
 
-    def orders(self, now: float, launched: int) -> Orders:
+    def orders(self, now: float, launched: int, waiting: frozenset[str]) -> Orders:
         return Orders(self.mode, self.width, self.width)
 
     def finished(self, packet: Packet, usage: dict[str, float], now: float) -> None:

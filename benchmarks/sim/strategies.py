@@ -28,11 +28,12 @@ from typing import Protocol
 
 from audit_mcp.core.config import ModelConfig, SessionConfig
 from audit_mcp.scheduling.budget import packet_token_budget
-from audit_mcp.scheduling.learning import learn
+from audit_mcp.scheduling.learning import Context, learn_failure, learn_run, learn_usage
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits, resolve_limits
+from audit_mcp.scheduling.live import replan
 from audit_mcp.scheduling.pacing import run_outcome, with_observed
 from audit_mcp.scheduling.profile import Learned
-from audit_mcp.scheduling.scheduler import PacketLoad, Schedule, physical_cap, schedule
+from audit_mcp.scheduling.scheduler import PacketLoad, Schedule, schedule
 from benchmarks.sim.host import Controller, Fixed, Orders, RunResult, run_packets, usage_of
 from benchmarks.sim.world import MAX_TOKENS, TIERS, Call, Packet, Provider, code, lone_run_outruns, lower_bound, pack
 from benchmarks.sim.world import make_packet as _make_packet
@@ -47,6 +48,9 @@ HALF_LIFE = timedelta(hours=24)
 CONTEXT_TOKENS = 200_000
 CODE_FILL = 0.95  # a scenario of n packets reviews n × 95% of the default packing's budget of code
 WARM_PACKETS = 100  # the earlier audit a warm scheduler learned from is at most this big
+# Switched off one at a time (``--without``) to measure what each part is worth.
+LEARN_IN_FLIGHT = True  # usage and failures are learned as they arrive, and the host checks between waves
+PROMPT_FOLLOWS_PLAN = True  # the dispatch prompt tells the host the mode the run was planned for
 
 
 @dataclass(frozen=True)
@@ -192,27 +196,22 @@ class FixedWidth:
         return None
 
 
-# The dispatch prompt says, for every host: "Wait until every subagent of the wave has finished before you
-# start the next wave". A host does what its prompt says.
-def prompt_mode(plan: Schedule) -> str:
-    return "whole_wave"
-
-
 class StaticPlan:
-    """A dispatch plan followed as written: its width, its balanced waves, its launch offsets."""
+    """A dispatch plan followed as written, as its prompt says: its mode, width, waves and launch offsets."""
 
     def __init__(self, plan: Schedule, resume_at: float) -> None:
         self.plan, self.resume_at = plan, resume_at
         self.offsets = dict(zip(plan.order, plan.launch_offsets, strict=True))
 
-    def orders(self, now: float, launched: int) -> Orders:
+    def orders(self, now: float, launched: int, waiting: frozenset[str]) -> Orders:
         done, wave = 0, self.plan.wave_size
         for size in self.plan.waves:
             if done >= launched:
                 wave = size
                 break
             done += size
-        return Orders(prompt_mode(self.plan), self.plan.wave_size, wave, self.offsets, self.resume_at)
+        mode = self.plan.dispatch_mode if PROMPT_FOLLOWS_PLAN else "whole_wave"
+        return Orders(mode, self.plan.wave_size, wave, self.offsets, self.resume_at)
 
     def finished(self, packet: Packet, usage: dict[str, float], now: float) -> None:
         return None
@@ -221,12 +220,58 @@ class StaticPlan:
         return None
 
 
+class LivePlan:
+    """A run as the server runs it: usage and failures are learned as they arrive, and between waves (for a
+    rolling host, whenever a subagent finishes) the host checks the plan again (``plan_status``): the width,
+    the cooldown and the start times of the packets it has not launched yet."""
+
+    def __init__(self, owner: Scheduler, packets: list[Packet], order: list[str], start: float) -> None:
+        self.owner, self.start = owner, start
+        self.loads = [PacketLoad(p.packet_id, p.text_tokens, units=len(p.files)) for p in packets]
+        self.order = order
+        self.mean = sum(p.text_tokens for p in packets) / len(packets)
+        self.in_use = 1
+        self.last: tuple[Learned, int, float, Orders] | None = None
+
+    def _now(self, seconds: float) -> datetime:
+        return self.owner.t0 + timedelta(seconds=seconds)
+
+    def _context(self) -> Context:
+        seen = with_observed(self.owner.limits, self.owner.learned)
+        return Context(seen, self.owner.sc.cap, self.owner.sc.kind, self.mean, self.in_use, HALF_LIFE)
+
+    def orders(self, now: float, launched: int, waiting: frozenset[str]) -> Orders:
+        owner = self.owner
+        # The answer changes only with what was learned, what was launched, and time (a cooldown ends, the
+        # learned cap decays): a host woken to start a paced packet asks again with nothing new.
+        last = self.last
+        if last is not None and last[0] is owner.learned and last[1] == launched and now - last[2] < 60:
+            return last[3]
+        seen = with_observed(owner.limits, owner.learned)
+        live = replan(seen, owner.learned, owner.sc.cap, owner.sc.kind, self.loads, waiting, self._now(now))
+        self.in_use = live.width
+        cooldown = live.schedule.cooldown_until
+        resume = (cooldown - owner.t0).total_seconds() if cooldown else 0.0
+        wave = live.waves[0] if live.waves else 1
+        mode = live.schedule.dispatch_mode if PROMPT_FOLLOWS_PLAN else "whole_wave"
+        answer = Orders(mode, live.width, wave, live.offsets, resume, frozenset(live.held))
+        self.last = (owner.learned, launched, now, answer)
+        return answer
+
+    def finished(self, packet: Packet, usage: dict[str, float], now: float) -> None:
+        self.owner.learned = learn_usage(self.owner.learned, usage, packet.text_tokens, self._now(now), self._context())
+
+    def failed(self, packet: Packet, error: str, now: float) -> None:
+        self.owner.learned = learn_failure(self.owner.learned, error, self._now(now), self._context())
+
+
 class Scheduler:
     """The server's scheduler: told the limits as the scenario says, learning from what each run reports."""
 
     def __init__(self, sc: Scenario, limits: ResolvedLimits, learned: Learned, t0: datetime, *, oracle: bool = False):
         self.sc, self.limits, self.learned, self.t0, self.oracle = sc, limits, learned, t0, oracle
-        self.files: list[tuple[str, int]] = []
+        self.width = 1
+        self.live: LivePlan | None = None
 
     def budget(self, pending: list[tuple[str, int]]) -> int:
         if self.oracle:
@@ -239,23 +284,28 @@ class Scheduler:
         if self.oracle:
             self.learned = true_profile(packets)
         seen = with_observed(self.limits, self.learned)
-        loads = [PacketLoad(p.packet_id, p.text_tokens) for p in packets]
+        loads = [PacketLoad(p.packet_id, p.text_tokens, units=len(p.files)) for p in packets]
         plan = schedule(seen, self.learned, self.sc.cap, self.sc.kind, loads, now, half_life=HALF_LIFE)
         wait = (plan.cooldown_until - now).total_seconds() if plan.cooldown_until else 0.0
         start = clock + max(0.0, wait)
         order = {pid: i for i, pid in enumerate(plan.order)}
         self.width = plan.wave_size
-        return sorted(packets, key=lambda p: order[p.packet_id]), StaticPlan(plan, start), start
+        launch = sorted(packets, key=lambda p: order[p.packet_id])
+        self.live = LivePlan(self, packets, plan.order, start)
+        if self.oracle or not LEARN_IN_FLIGHT:  # the oracle knows the truth from the start: nothing to learn
+            self.live.in_use = plan.wave_size
+            return launch, StaticPlan(plan, start), start
+        return launch, self.live, start
 
     def end_run(self, packets: list[Packet], result: RunResult, clock: float) -> None:
-        if self.oracle:
+        if self.oracle or self.live is None:
             return
         done = [p for p in packets if p.packet_id in result.finished]
-        usage = [
-            (usage_of(p, result.finished[p.packet_id], result.throttled.get(p.packet_id, 0)), p.text_tokens)
-            for p in done
-        ]
+        usage = [usage_of(p, result.finished[p.packet_id], result.throttled.get(p.packet_id, 0)) for p in done]
         at = self.t0 + timedelta(seconds=clock)
+        if not LEARN_IN_FLIGHT:  # everything the run reported, learned at its merge
+            for packet, use in zip(done, usage, strict=True):
+                self.learned = learn_usage(self.learned, use, packet.text_tokens, at, self.live._context())
         taught = run_outcome(
             launched=len(packets),
             wave_size=self.width,
@@ -263,10 +313,9 @@ class Scheduler:
             reported=result.failed,
             usage=usage,
             now=at,
+            learned_already=set(result.failed) if LEARN_IN_FLIGHT else set(),  # learned as the host reported it
         )
-        seen = with_observed(self.limits, self.learned)
-        c_phys, _ = physical_cap(seen, self.sc.cap, sum(p.text_tokens for p in packets) / len(packets), self.learned)
-        self.learned = learn(self.learned, taught, at, c_phys, HALF_LIFE)
+        self.learned = learn_run(self.learned, taught, at, self.live._context())
 
 
 @dataclass
@@ -323,7 +372,9 @@ def run_audit(
         gave_up += [f for f in retry if attempts[f[0]] >= MAX_ATTEMPTS]
         if gave_up and give_up_aborts:
             return None
-        again = [f for f in retry if attempts[f[0]] < MAX_ATTEMPTS] + [f for p in held for f in p.files]
+        # Packets the run held back (or had no room for) go back without counting an attempt.
+        waiting = held + [p for p in packets if p.packet_id in result.held]
+        again = [f for f in retry if attempts[f[0]] < MAX_ATTEMPTS] + [f for p in waiting for f in p.files]
         # The queue is read in path order: failed files go back among those not yet handed out.
         pending = sorted(again, key=lambda f: index.get(_file(f), 0))
     bound = lower_bound(completed, TIERS[sc.tier], sc.cap, sc.kind) if completed else 0.0

@@ -1,4 +1,4 @@
-"""The verbs of the loop a host follows: ``next-step``, ``submit-packet``, ``merge-and-ingest``."""
+"""The verbs of the loop a host follows: ``next-step``, ``submit-packet``, ``plan-status``, ``merge-and-ingest``."""
 
 from __future__ import annotations
 
@@ -43,6 +43,12 @@ def register(sub: Subparsers) -> None:
         "instead of the config's `lenses`: security, correctness, error_handling, concurrency, performance, "
         "maintainability, tests",
     )
+    p.add_argument(
+        "--host-dispatch-mode",
+        choices=("rolling", "whole_wave"),
+        help="rolling: the host starts the next subagent as soon as one finishes; whole_wave: it waits for "
+        "every subagent of a wave (the run is planned, and its prompt written, for that mode)",
+    )
     p.add_argument("--new-audit", action="store_true", help="start a fresh audit after a finished one")
     p.add_argument("--retry-blocked", action="store_true", help="clear a blocker whose cause is fixed")
     p.add_argument(
@@ -70,6 +76,26 @@ def register(sub: Subparsers) -> None:
         help="JSON file with the results array (or {results, usage}); '-' reads stdin",
     )
 
+    p = verb(
+        sub,
+        "plan-status",
+        _plan_status,
+        "between waves: the run's width, cooldown and start times for the packets not launched yet",
+    )
+    p.add_argument("--run-id", required=True)
+    p.add_argument(
+        "--failures",
+        metavar="FILE",
+        help="JSON file: [{packet_id, error}] for the packets that failed so far; '-' reads stdin",
+    )
+    p.add_argument(
+        "--launched",
+        action="append",
+        default=[],
+        metavar="PACKET_ID",
+        help="a packet already started (repeatable, or comma-separated)",
+    )
+
     p = verb(sub, "merge-and-ingest", _merge_and_ingest, "merge a finished run into the coverage matrix")
     p.add_argument("--run-id", required=True, help="the run to merge, as the dispatch step gives it")
     p.add_argument(
@@ -88,6 +114,7 @@ def _next_step(args: argparse.Namespace) -> int:
             "can_restrict_subagent_tools": args.host_can_restrict_subagent_tools,
             "can_select_subagent_model": args.host_can_select_subagent_model,
             "max_active_subagents": args.host_max_active_subagents,
+            "dispatch_mode": args.host_dispatch_mode,
             "model": args.host_model,
         },
         client_name="audit-mcp-cli",
@@ -131,6 +158,13 @@ def _submit_packet(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_REFUSED
+    return EXIT_OK
+
+
+def _plan_status(args: argparse.Namespace) -> int:
+    failures = read_json(args.failures, "/failures") if args.failures else []
+    launched = [p.strip() for item in args.launched for p in item.split(",") if p.strip()]
+    emit(service_for(args).plan_status(args.run_id, failures, launched))
     return EXIT_OK
 
 

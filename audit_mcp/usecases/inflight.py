@@ -1,0 +1,162 @@
+"""A run in flight: learning from each packet's usage and each reported failure as they arrive, and the run's
+live schedule (the width, cooldown and start times for the packets not launched yet) from what was learned.
+
+What a run was scheduled for (the learned state's key, the model, the host's cap and dispatch mode) is
+recorded at dispatch beside the run, so none of this reads the run's whole plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from audit_mcp.core.config import SessionConfig
+from audit_mcp.core.models import HostCapabilities
+from audit_mcp.engine.dispatch import TIER_ORDER
+from audit_mcp.scheduling.learning import Context, learn_failure, learn_usage
+from audit_mcp.scheduling.limits import ResolvedLimits, resolve_limits
+from audit_mcp.scheduling.live import Live, replan
+from audit_mcp.scheduling.pacing import Pacing, with_observed
+from audit_mcp.scheduling.profile import Learned
+from audit_mcp.scheduling.scheduler import PacketLoad
+from audit_mcp.store.tx import Tx
+from audit_mcp.usecases.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class RunContext:
+    key: str  # the learned state's key (provider/model)
+    provider: str
+    model: str | None
+    host_cap: int
+    mode: str  # rolling or whole_wave: how the host was told to dispatch
+    max_packet_tokens: int
+    half_life: timedelta
+    units: dict[str, int] = field(default_factory=dict)  # files or chunks per packet
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "state_key": self.key,
+            "provider": self.provider,
+            "model": self.model,
+            "host_cap": self.host_cap,
+            "dispatch_mode": self.mode,
+            "max_packet_tokens": self.max_packet_tokens,
+            "half_life_hours": self.half_life.total_seconds() / 3600,
+        }
+
+
+def context_for(
+    key: str, limits: ResolvedLimits, caps: HostCapabilities, settings: Pacing, config: SessionConfig
+) -> RunContext:
+    return RunContext(
+        key,
+        limits.provider,
+        caps.model,
+        caps.max_active_subagents,
+        settings.wave_kind,
+        config.max_packet_tokens,
+        settings.half_life,
+    )
+
+
+def _context(tx: Tx, run_id: str) -> RunContext | None:
+    stored = tx.run_context(run_id)
+    if stored is None:
+        return None
+    return RunContext(
+        str(stored["state_key"]),
+        str(stored["provider"]),
+        stored.get("model"),
+        int(stored["host_cap"]),
+        str(stored["dispatch_mode"]),
+        int(stored["max_packet_tokens"]),
+        timedelta(hours=float(stored["half_life_hours"])),
+        {str(k): int(v) for k, v in (stored.get("units") or {}).items()},
+    )
+
+
+@dataclass(frozen=True)
+class InFlight:
+    run_id: str
+    context: RunContext
+    limits: ResolvedLimits  # with the limits observed so far
+    learned: Learned
+    loads: list[PacketLoad]
+    submitted: set[str]
+    reported: dict[str, str]  # failures reported before the merge, by packet id
+
+    def live(self, launched: Collection[str], now: datetime) -> Live:
+        """The schedule now for the packets neither launched, submitted nor reported failed."""
+        done = self.submitted | set(self.reported) | set(launched)
+        waiting = {p.packet_id for p in self.loads} - done
+        return replan(
+            self.limits,
+            self.learned,
+            self.context.host_cap,
+            self.context.mode,
+            self.loads,
+            waiting,
+            now,
+            half_life=self.context.half_life,
+            max_packet_tokens=self.context.max_packet_tokens,
+        )
+
+    def learning(self, now: datetime) -> Context:
+        """What the plan is now: the evidence arriving is judged against it."""
+        mean = sum(p.estimated_tokens for p in self.loads) / len(self.loads) if self.loads else 0.0
+        width = self.live((), now).width
+        return Context(self.limits, self.context.host_cap, self.context.mode, mean, width, self.context.half_life)
+
+
+def in_flight(ws: Workspace, config: SessionConfig, tx: Tx, run_id: str) -> InFlight | None:
+    """The run as it stands, or None for a run dispatched without a recorded context (nothing is learned
+    before its merge then)."""
+    context = _context(tx, run_id)
+    if context is None:
+        return None
+    learned = ws.learned.get(context.key)
+    limits = with_observed(resolve_limits(context.model, context.provider, config.model), learned)
+    loads = [
+        PacketLoad(p.packet_id, p.estimated_tokens, TIER_ORDER.get(p.model_tier, 1), context.units.get(p.packet_id, 1))
+        for p in tx.packets(run_id)
+    ]
+    submitted, reported = tx.submitted_packet_ids(run_id), tx.reported_failures(run_id)
+    return InFlight(run_id, context, limits, learned, loads, submitted, reported)
+
+
+def learn_from_usage(ws: Workspace, run_id: str, estimated_tokens: int, usage: Mapping[str, Any]) -> None:
+    """Fold one accepted submission's ``usage`` into the learned state at once."""
+    with ws.store.read() as tx:
+        flight = in_flight(ws, ws.config(), tx, run_id)
+    if flight is not None:
+        learn_measured_usage(ws, flight, estimated_tokens, usage)
+
+
+def learn_measured_usage(ws: Workspace, flight: InFlight, estimated_tokens: int, usage: Mapping[str, Any]) -> None:
+    """Fold one packet's usage (submitted, or printed by its worker) into the run's learned state."""
+    numbers = {k: float(v) for k, v in usage.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    if not numbers:
+        return
+    now = ws.clock()
+    context = flight.learning(now)
+    ws.learned.update(
+        flight.context.key, lambda state: learn_usage(state, numbers, estimated_tokens, now, context), now
+    )
+
+
+def learn_from_failures(ws: Workspace, flight: InFlight, texts: Collection[str]) -> None:
+    """Fold failures the host just reported into the learned state."""
+    if not texts:
+        return
+    now = ws.clock()
+    context = flight.learning(now)
+
+    def change(state: Learned) -> Learned:
+        for text in texts:
+            state = learn_failure(state, text, now, context)
+        return state
+
+    ws.learned.update(flight.context.key, change, now)

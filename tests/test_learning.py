@@ -1,0 +1,179 @@
+"""Learning as evidence arrives: calibration, throttling as a rate, one correction per cause, slow start."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from audit_mcp.scheduling.learning import (
+    Context,
+    RunOutcome,
+    learn_failure,
+    learn_run,
+    learn_usage,
+)
+from audit_mcp.scheduling.limits import Limit, ResolvedLimits
+from audit_mcp.scheduling.profile import Learned
+from audit_mcp.scheduling.scheduler import SLOW_START_WIDTH, PacketLoad, physical_cap, schedule
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+HIGH = (4_000, 2_000_000, 400_000)
+MID = (1_000, 450_000, 90_000)
+RATE_LIMITED = 'API Error: 429 {"type":"rate_limit_error"} retry-after: 45'
+
+
+def limits(values: tuple[int, int, int], confidence: str = "medium", provider: str = "anthropic") -> ResolvedLimits:
+    keys = ("requests_per_minute", "input_tokens_per_minute", "output_tokens_per_minute")
+    table = {k: Limit(v, "test", confidence) for k, v in zip(keys, values, strict=True)}
+    table["context_tokens"] = Limit(200_000, "test", confidence)
+    table["output_tokens"] = Limit(16_000, "test", confidence)
+    return ResolvedLimits(provider, "claude-test", table)
+
+
+def context(lim: ResolvedLimits, in_use: int, mean: float = 20_000, host_cap: int = 16) -> Context:
+    return Context(lim, host_cap, "rolling", mean, in_use)
+
+
+def usage(calls: float = 20, limited: float = 0, seconds: float = 200, tokens: float = 40_000) -> dict[str, float]:
+    return {"api_calls": calls, "rate_limited_calls": limited, "seconds": seconds, "input_tokens": tokens}
+
+
+def test_the_input_ratio_is_calibrated_from_totals_not_a_mean_of_per_packet_ratios() -> None:
+    # Small packets pay the same fixed overhead per call: a mean of ratios would say 4.5.
+    ctx = context(limits(HIGH), 16)
+    state = learn_usage(Learned(), usage(tokens=30_000), 10_000, NOW, ctx)
+    state = learn_usage(state, usage(tokens=12_000), 2_000, NOW, ctx)
+    assert state.input_ratio == pytest.approx((0.8 * 30_000 + 12_000) / (0.8 * 10_000 + 2_000))
+    assert state.run_seconds == 200 and state.calls == 20
+
+
+def test_usage_moves_the_physical_cap_as_it_arrives() -> None:
+    lim = limits(MID)
+    before, _ = physical_cap(lim, 16, 60_000, Learned())
+    state = Learned()
+    for _ in range(4):
+        state = learn_usage(state, usage(tokens=60_000, seconds=240), 60_000, NOW, context(lim, before, 60_000))
+    after, binding = physical_cap(lim, 16, 60_000, state)
+    assert before == 15  # 7,500 tokens/s × 240 s / (60,000 × 2)
+    assert after > before and binding == "host"
+
+
+def test_a_trickle_of_429s_on_a_busy_key_never_narrows_a_healthy_run() -> None:
+    # One refused call in 50 (2%), packet after packet, for an hour: under the share that means throttling.
+    ctx, state = context(limits(HIGH), 16), Learned(cap=16.0, updated_at=NOW, threshold=16.0)
+    for minute in range(60):
+        state = learn_usage(state, usage(calls=50, limited=1), 20_000, NOW + timedelta(minutes=minute), ctx)
+    assert state.cap == 16.0 and state.last_decrease_at is None and state.last_429_at is not None
+
+
+def test_throttling_is_a_rate_of_refused_calls_and_one_decrease_answers_it() -> None:
+    ctx, state = context(limits(HIGH), 8), Learned(cap=8.0, updated_at=NOW, threshold=8.0)
+    state = learn_usage(state, usage(calls=20, limited=4), 20_000, NOW, ctx)  # 20%: throttled
+    assert state.cap == 6.0 and state.cooldown_until is None  # a quarter off; the host already waited
+    # Packets that started before that decrease ran at the old width: they say nothing about the new one.
+    later = NOW + timedelta(seconds=60)
+    for _ in range(5):
+        state = learn_usage(state, usage(calls=20, limited=6, seconds=300), 20_000, later, context(limits(HIGH), 6))
+    assert state.cap == pytest.approx(6.0, abs=0.01)  # (decaying back toward the physical cap meanwhile)
+    # A packet that started after it and is still throttled takes the next quarter off.
+    state = learn_usage(state, usage(calls=20, limited=6, seconds=30), 20_000, later, context(limits(HIGH), 6))
+    assert state.cap == 5.0
+
+
+def test_429s_the_calibration_explains_recalibrate_and_do_not_also_cut_the_cap() -> None:
+    # The runs draw 16 tokens per packet token, not the prior's 2: the physical cap shrinks from that alone.
+    lim = limits(MID)
+    width, _ = physical_cap(lim, 16, 20_000, Learned())
+    state = Learned()
+    for _ in range(3):
+        state = learn_usage(state, usage(calls=20, limited=5, tokens=320_000), 20_000, NOW, context(lim, width))
+    assert state.cap is None and state.last_decrease_at == NOW and state.input_ratio == pytest.approx(16)
+    assert physical_cap(lim, 16, 20_000, state)[0] < width
+    # The same 429s at a width the calibrated profile sustains: the calibration cannot explain them.
+    fine = Learned()
+    for _ in range(3):
+        fine = learn_usage(fine, usage(calls=20, limited=5, tokens=40_000), 20_000, NOW, context(lim, width))
+    assert fine.cap == round(width * 0.75)
+
+
+def test_a_rate_limited_failure_halves_the_cap_and_cools_down_once_per_run_length() -> None:
+    ctx = context(limits(HIGH), 8)
+    state = learn_failure(Learned(cap=8.0, updated_at=NOW, threshold=8.0), RATE_LIMITED, NOW, ctx)
+    assert state.cap == 4.0 and state.cooldown_until == NOW + timedelta(seconds=45) and state.last_429_at == NOW
+    # The other packets of the same wave fail moments later: one decrease answers them all.
+    again = learn_failure(state, RATE_LIMITED, NOW + timedelta(seconds=20), context(limits(HIGH), 4))
+    assert again.cap == pytest.approx(4.0, abs=0.01) and again.cooldown_until == NOW + timedelta(seconds=65)
+    assert learn_failure(Learned(), "429 Too Many Requests", NOW, ctx).cooldown_until == NOW + timedelta(seconds=60)
+    assert learn_failure(Learned(cap=1.0, updated_at=NOW), RATE_LIMITED, NOW, context(limits(HIGH), 1)).cap == 1.0
+
+
+def test_a_limit_the_429_message_quotes_explains_the_429s() -> None:
+    text = (
+        'API Error: 429 {"error": {"type": "rate_limit_error", "message": "This request would exceed the rate '
+        'limit for your organization of 30,000 input tokens per minute."}} retry-after: 30'
+    )
+    state = learn_failure(Learned(), text, NOW, context(limits(HIGH, "low"), SLOW_START_WIDTH * 4))
+    assert state.observed_limits == {"input_tokens_per_minute": 30_000}
+    assert state.cap is not None and state.cap == SLOW_START_WIDTH * 4  # explained: the quoted limit governs
+
+
+def test_slow_start_doubles_per_clean_wave_until_the_first_decrease_then_adds_one_per_wave() -> None:
+    guessed = limits(MID, "low")  # nothing configured or observed: only the built-in table's guess
+    assert schedule(guessed, Learned(), 16, "rolling", [PacketLoad("P", 20_000)] * 2, NOW).slow_start
+    state, width, at = Learned(), SLOW_START_WIDTH, NOW
+    for _ in range(2):  # two clean waves, each launched at the width the last one earned
+        at += timedelta(seconds=300)
+        for _ in range(width):
+            state = learn_usage(state, usage(seconds=200), 20_000, at, context(guessed, width))
+        width = round(state.cap or 0)
+    assert width == SLOW_START_WIDTH * 4
+    state = learn_failure(state, RATE_LIMITED, at, context(guessed, width))
+    assert state.cap == width / 2 == state.threshold
+    at += timedelta(seconds=300)
+    for _ in range(4):  # one clean wave above the threshold: one more
+        state = learn_usage(state, usage(seconds=200), 20_000, at, context(guessed, 4))
+    assert state.cap == pytest.approx(5.0, abs=0.1)
+
+
+def test_clean_packets_that_started_before_the_cap_grew_prove_nothing_about_the_new_width() -> None:
+    # A rolling host's feedback arrives a run length late: the packets still finishing ran two wide.
+    state = Learned(cap=2.0, updated_at=NOW)
+    for _ in range(2):
+        state = learn_usage(state, usage(seconds=200), 20_000, NOW, context(limits(HIGH, "low"), 2))
+    assert state.cap == 4.0 and state.round_at == NOW
+    for _ in range(6):
+        state = learn_usage(
+            state, usage(seconds=200), 20_000, NOW + timedelta(seconds=60), context(limits(HIGH, "low"), 4)
+        )
+    assert state.cap == pytest.approx(4.0, abs=0.01)
+
+
+def test_a_clean_wave_narrower_than_the_cap_does_not_widen_it() -> None:
+    state = learn_usage(Learned(cap=8.0, updated_at=NOW, threshold=2.0), usage(), 20_000, NOW, context(limits(HIGH), 2))
+    assert state.cap == 8.0
+
+
+def test_the_cap_grows_no_further_than_the_physical_cap() -> None:
+    state = Learned(cap=4.0, updated_at=NOW)
+    for _ in range(10):
+        state = learn_usage(state, usage(), 20_000, NOW, context(limits(HIGH), 4, host_cap=4))
+    assert state.cap == 4.0
+
+
+def test_a_hard_stop_is_kept_until_a_packet_succeeds() -> None:
+    ctx = context(limits(HIGH), 4)
+    stopped = learn_failure(Learned(), '429 {"error": {"message": "enforced_spend_limit_reached"}}', NOW, ctx)
+    assert schedule(limits(HIGH), stopped, 4, "rolling", [PacketLoad("P", 1_000)], NOW).blocked is not None
+    assert learn_usage(stopped, usage(), 20_000, NOW + timedelta(hours=1), ctx).hard_stop is None
+
+
+def test_a_merged_run_counts_itself_clean_or_rate_limited_and_learns_only_failures_not_learned_yet() -> None:
+    ctx = context(limits(HIGH), 4)
+    clean = learn_run(Learned(), RunOutcome(4, 4, 4, 0, calls=80), NOW, ctx)
+    assert (clean.clean_runs, clean.rate_limited_runs) == (1, 0)
+    learned_before = learn_failure(Learned(cap=4.0, updated_at=NOW), RATE_LIMITED, NOW, ctx)
+    merged = learn_run(learned_before, RunOutcome(4, 4, 3, 1, failures=()), NOW, context(limits(HIGH), 2))
+    assert merged.cap == 2.0 and merged.rate_limited_runs == 1  # the failure was not counted twice
+    absorbed = learn_run(Learned(), RunOutcome(4, 4, 4, 0, absorbed=2, calls=80), NOW, ctx)
+    assert absorbed.clean_runs == 1  # 2 of 80 calls is a busy key's noise
