@@ -137,7 +137,7 @@ def test_a_rate_limited_worker_narrows_the_rest_of_its_own_run(repo: Path, tmp_p
     assert window is not None and int(window.group(1)) == 4, log
     narrower = [int(n) for n in re.findall(r"the scheduler now keeps (\d+) worker\(s\) running", log)]
     # Halved at the first 429; the others of the same wave were launched before it, so they change nothing more.
-    assert narrower[:1] == [2] and "run A1-R2: 6 packet(s), up to 2 worker(s) at a time" in log, log
+    assert narrower[:1] == [2] and f"run {run_id(repo, 1, 2)}: 6 packet(s), up to 2 worker(s) at a time" in log, log
     assert waits and all(100 < w <= 120 for w in waits)  # the workers' "retry-after: 120", waited mid-run
 
 

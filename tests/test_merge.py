@@ -112,7 +112,7 @@ def test_a_partly_submitted_run_is_handed_back_with_only_the_missing_packets(
     resumed = AuditService(repo).next_step()  # a restarted host
     assert resumed.run_id == plan["run_id"]
     assert resumed.packets_outstanding == len(plan["packets"]) - 1
-    assert done["packet_id"] in Path(resumed.prompt_path).read_text().split("## For each wave")[0]
+    assert done["packet_id"] in Path(resumed.prompt_path).read_text().split("## Launching the packets")[0]
 
 
 def test_a_new_audit_after_a_finished_one_starts_over_and_its_report_is_provisional(

@@ -531,3 +531,64 @@ def test_an_uncached_provider_packs_small_where_input_binds_and_large_where_slot
     assert roomy == 60_000 and "every call re-sends" not in roomy_plan["schedule"]["reasoning"]
     assert "packets are kept to ~20,000 tokens: every call re-sends the whole context" in plan["schedule"]["reasoning"]
     assert max(p["estimated_tokens"] for p in plan["packets"]) <= 20_000
+
+
+def _listed(prompt: str, packet_ids: list[str]) -> list[str]:
+    """The packet ids in the order the prompt lists them."""
+    return sorted(packet_ids, key=lambda pid: prompt.index(f"- `{pid}`:"))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["rolling", "whole_wave"])
+async def test_each_host_kind_is_told_to_dispatch_the_way_its_plan_was_made(repo: Path, mode: str) -> None:
+    # A binding input limit paces the launches, so the prompt carries start times too.
+    (repo / ".audit-mcp.toml").write_text(
+        'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n[model]\ninput_tokens_per_minute = 40000\n'
+    )
+    async with Client(build_server(repo, clock=FakeClock())) as client:
+        await _call(client, "next_step", {"root": str(repo)})
+        step = await _call(
+            client,
+            "next_step",
+            {
+                "host_can_dispatch_subagents": True,
+                "host_max_active_subagents": 4,
+                "host_dispatch_mode": mode,
+                "host_model": "claude-sonnet-4-6",
+            },
+        )
+        plan = await _plan(client, step["run_id"])
+        prompt = Path(step["prompt_path"]).read_text()
+        width, order = plan["wave_size"], plan["launch_order"]
+        assert plan["schedule"]["dispatch_mode"] == step["dispatch_mode"] == mode
+        assert len(order) > width > 1 and sum(step["waves"]) == len(order)
+        assert _listed(prompt, order) == order  # in the plan's launch order
+        starts = {p["packet_id"]: p["not_before_seconds"] for p in plan["packets"]}
+        assert any(starts.values())
+        for pid, at in starts.items():  # every start time the plan sets is the one the prompt gives
+            assert (f"`{pid}`: **start at +{at:g}s**" in prompt) is (at > 0)
+        assert f"call `plan_status` with `run_id` = `{plan['run_id']}`" in prompt
+        assert f"plan-status --root {repo}" in prompt
+        status = await _call(client, "plan_status", {"run_id": plan["run_id"], "launched": order[:width]})
+        assert status["dispatch_mode"] == mode and status["width"] == width
+        if mode == "rolling":
+            # Full slots refilled as they free: the waves are not balanced, and nobody waits for a wave.
+            assert step["waves"][:-1] == [width] * (len(step["waves"]) - 1)
+            assert f"Keep {width} subagent(s) running: as soon as one finishes" in prompt
+            assert f"**Launch order** (keep {width} running" in prompt and "**Wave" not in prompt
+            assert "Wait until every subagent of the wave has finished" not in prompt
+            assert "Each time a subagent finishes, before you start the next packet, call `plan_status`" in prompt
+            assert f"Keep {width} subagent(s) running (0 slot(s) free now)" in status["next_action"]
+        else:
+            assert max(step["waves"]) - min(step["waves"]) <= 1  # balanced: a wave waits for its slowest member
+            at = 0
+            for number, size in enumerate(step["waves"], 1):
+                wave = order[at : at + size]
+                at += size
+                assert len({starts[pid] for pid in wave}) == 1  # a wave goes out together
+                block = prompt.split(f"**Wave {number}** ({size} subagent(s)")[1].split("**Wave")[0]
+                assert _listed(block, wave) == wave
+            assert "Wait until every subagent of the wave has finished before you start the next wave" in prompt
+            assert "Between waves, before you launch the next one, call `plan_status`" in prompt
+            assert "Keep " not in prompt and "**Launch order**" not in prompt
+            assert f"launch the next {status['waves'][0]} waiting packet(s) together" in status["next_action"]

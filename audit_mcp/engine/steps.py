@@ -70,6 +70,14 @@ def _launch_offsets(outstanding: list[dict[str, Any]]) -> dict[str, float]:
     return {packet: round(at - base, 1) for packet, at in raw.items() if at - base > 0}
 
 
+def _packet_line(p: dict[str, Any], offsets: dict[str, float]) -> str:
+    start = f"**start at +{offsets[p['packet_id']]:g}s**, " if p["packet_id"] in offsets else ""
+    return (
+        f"- `{p['packet_id']}`: {start}model tier **{p['model_hint']['tier']}**, "
+        f"~{p['estimated_tokens']:,} tokens, {len(p['tasks'])} task(s). Prompt file: `{p['prompt_path']}`"
+    )
+
+
 def _waves_table(ctx: StepContext, waves: list[int], offsets: dict[str, float]) -> str:
     """The outstanding packets wave by wave; past ``INLINE_WAVES_CHARS``, where to read the other waves."""
     assert ctx.run_id is not None
@@ -80,12 +88,7 @@ def _waves_table(ctx: StepContext, waves: list[int], offsets: dict[str, float]) 
         position += size
         paced = any(p["packet_id"] in offsets for p in chunk)
         block = [f"**Wave {number}** ({len(chunk)} subagent(s){', paced' if paced else ' at once'}):"]
-        for p in chunk:
-            start = f"**start at +{offsets[p['packet_id']]:g}s**, " if p["packet_id"] in offsets else ""
-            block.append(
-                f"- `{p['packet_id']}`: {start}model tier **{p['model_hint']['tier']}**, "
-                f"~{p['estimated_tokens']:,} tokens, {len(p['tasks'])} task(s). Prompt file: `{p['prompt_path']}`"
-            )
+        block += [_packet_line(p, offsets) for p in chunk]
         size_of = sum(len(line) + 1 for line in block)
         if number > 1 and used + size_of > INLINE_WAVES_CHARS:
             rest = len(waves) - number + 1
@@ -133,20 +136,129 @@ def _plan_reading(ctx: StepContext) -> str:
     )
 
 
+def _queue_table(ctx: StepContext, width: int, offsets: dict[str, float]) -> str:
+    """A rolling host's packets: one queue in launch order, ``width`` of them running at any time; past
+    ``INLINE_WAVES_CHARS``, where to read the rest of the queue."""
+    assert ctx.run_id is not None
+    head = (
+        f"**Launch order** (keep {width} running: the first {min(width, len(ctx.outstanding))} now"
+        f"{' or at their start times' if offsets else ''}, then the next as each one finishes):"
+    )
+    lines, used = [head], len(head)
+    for n, p in enumerate(ctx.outstanding):
+        line = _packet_line(p, offsets)
+        if n >= width and used + len(line) + 1 > INLINE_WAVES_CHARS:
+            lines.append(
+                f"- ...then {len(ctx.outstanding) - n} more packet(s), not listed here to keep this prompt short. "
+                f"Take them in this same launch order from the launch lists `{_wave_uri(ctx.run_id, 1)}` and up "
+                f"(or the files under `{ctx.artifacts_dir / 'runs' / ctx.run_id / 'waves'}`), which give each "
+                "packet's prompt file, tier and start offset as above."
+            )
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """What the dispatch prompt tells the host to do, for the way it dispatches."""
+
+    launch: str
+    pace: str
+    check: str
+    action: str
+
+
+_SLEEP = (
+    "(the model's per-minute token budget refills at that pace; if you have nothing else to do, wait with `sleep` "
+    "in a shell)"
+)
+_STATUS = (
+    "`failures` = the failures you noted since your last call, and `launched` = every packet id you have started "
+    "so far; follow its `next_action`. Rate limits met (or their absence) since the plan was written can narrow "
+    "or widen the width, set a cooldown, move start times, and name packets not to launch; the answer wins over "
+    "this prompt."
+)
+_STATUS_CLI = (
+    " Without MCP tools, write those failures to a file and run this, with the ids of the packets you started, "
+    "comma-separated, after `--launched`:"
+)
+
+
+def _rolling_rules(run_id: str, width: int, offsets: dict[str, float]) -> _Rules:
+    start = (
+        f"Start the packets in the order listed below, each as its own subagent: the first {width} now, except any "
+        "marked **start at +Ns**, which must not start sooner than N seconds after the first subagent of this run "
+        f"started {_SLEEP}. Give each exactly this instruction:"
+        if offsets
+        else f"Start the first {width} packets listed below at once, each as its own subagent, with exactly this "
+        "instruction:"
+    )
+    timed = ", not before its start time if it is marked with one" if offsets else ""
+    return _Rules(
+        launch=start,
+        pace=f"Keep {width} subagent(s) running: as soon as one finishes (submitted or failed), start the next "
+        f"packet in the list{timed}. Do not wait for the others to finish, and never run more than {width} at once.",
+        check="Each time a subagent finishes, before you start the next packet, call `plan_status` with "
+        f"`run_id` = `{run_id}`, " + _STATUS + _STATUS_CLI,
+        action=f"keep {width} subagent(s) running, one per packet, starting the next as soon as one finishes",
+    )
+
+
+def _whole_wave_rules(run_id: str, offsets: dict[str, float]) -> _Rules:
+    start = (
+        "Launch all the packets of the wave together, each as its own subagent. A wave whose packets are marked "
+        "**start at +Ns** must not start sooner than N seconds after the first wave of this run started "
+        f"{_SLEEP}. Give each exactly this instruction:"
+        if offsets
+        else "Launch every packet of the wave at once, each as its own subagent, with exactly this instruction:"
+    )
+    return _Rules(
+        launch=start,
+        pace="Wait until every subagent of the wave has finished before you start the next wave.",
+        check="Between waves, before you launch the next one, call `plan_status` with "
+        f"`run_id` = `{run_id}`, "
+        + _STATUS
+        + " Its `waves` and `waiting` replace the waves below: launch the next wave it gives."
+        + _STATUS_CLI,
+        action="launch one subagent per packet, wave by wave, calling plan_status between waves",
+    )
+
+
+def _opening(run_id: str, mode: str, outstanding: int, waves: list[int]) -> str:
+    width = waves[0] if waves else 0
+    if mode == "rolling":
+        return (
+            f"Launch one subagent per packet of run `{run_id}`, keeping {width} running and starting the next packet "
+            f"as soon as one finishes, then merge the run and ask for the next step. {outstanding} packet(s), at "
+            f"most {width} at a time."
+        )
+    return (
+        f"Launch one subagent per packet of run `{run_id}`, wave by wave, then merge the run and ask for the next "
+        f"step. {outstanding} packet(s) in {len(waves)} wave(s) of at most {width}."
+    )
+
+
 def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     assert ctx.plan is not None and ctx.run_id is not None and ctx.plan_path is not None
     waves = ctx.waves
     planned = ctx.plan.get("schedule") or {}
     forecast = planned.get("forecast")
+    mode = planned.get("dispatch_mode") or planned.get("wave_kind") or "whole_wave"
     schedule_note = (
         f"Launch order: as listed below, longest work first. Why this width: {planned['reasoning']}"
         if planned.get("reasoning")
         else "Launch order: as listed below, longest work first."
     )
     if forecast:
+        shape = (
+            f"{forecast['packets']} packet(s), at most {waves[0] if waves else 0} at a time"
+            if mode == "rolling"
+            else f"{forecast['packets']} packet(s) in {forecast['waves']} wave(s)"
+        )
         schedule_note += (
-            f" Forecast: {forecast['packets']} packet(s) in {forecast['waves']} wave(s), "
-            f"~{forecast['estimated_input_tokens']:,} input tokens, {forecast['time_range']}."
+            f" Forecast: {shape}, ~{forecast['estimated_input_tokens']:,} input tokens, {forecast['time_range']}."
         )
     if planned.get("oversize_packets"):
         schedule_note += (
@@ -170,28 +282,13 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     cooldown_rule = (
         f"Do not launch any subagent before {cooldown} (UTC): the model's rate limit asked for a pause."
         if cooldown
-        else "No rate-limit cooldown is active: start the first wave now."
+        else f"No rate-limit cooldown is active: start {'now' if mode == 'rolling' else 'the first wave now'}."
     )
     offsets = _launch_offsets(ctx.outstanding)
     interval = planned.get("launch_interval_seconds") or None
-    if offsets and planned.get("wave_kind") == "whole_wave":
-        launch_rule = (
-            "Launch all the packets of the wave together, each as its own subagent. A wave whose packets are "
-            "marked **start at +Ns** must not start sooner than N seconds after the first wave of this run "
-            "started (the model's per-minute token budget refills at that pace; if you have nothing else to do, "
-            "wait with `sleep` in a shell). Give each exactly this instruction:"
-        )
-    elif offsets:
-        launch_rule = (
-            "Launch the packets of the wave in the order listed, each as its own subagent. A packet marked "
-            "**start at +Ns** must not start sooner than N seconds after the first subagent of this run started "
-            "(the model's per-minute token budget refills at that pace; if you have nothing else to do, wait "
-            "with `sleep` in a shell); start the others at once. Give each exactly this instruction:"
-        )
-    else:
-        launch_rule = (
-            "Launch every packet of the wave at once, each as its own subagent, with exactly this instruction:"
-        )
+    width = waves[0] if waves else 0
+    rules = _rolling_rules(ctx.run_id, width, offsets) if mode == "rolling" else _whole_wave_rules(ctx.run_id, offsets)
+    status_cli = _cli(ctx, "plan-status", "--run-id", ctx.run_id, "--failures", "FAILURES.json", "--launched", "ID,ID")
     merge_cli = _cli(ctx, "merge-and-ingest", "--run-id", ctx.run_id, "--failures", "FAILURES.json")
     resumed = (
         f"{len(ctx.submitted)} packet(s) of this run are already submitted ({', '.join(ctx.submitted)}); "
@@ -203,28 +300,31 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         "steps/dispatch_review.md",
         run_id=ctx.run_id,
         plan_reading=_plan_reading(ctx),
-        outstanding=str(len(ctx.outstanding)),
-        wave_count=str(len(waves)),
-        wave_size=str(waves[0] if waves else 0),
-        waves_table=_waves_table(ctx, waves, offsets),
+        opening=_opening(ctx.run_id, mode, len(ctx.outstanding), waves),
+        waves_table=_queue_table(ctx, width, offsets) if mode == "rolling" else _waves_table(ctx, waves, offsets),
         resumed=resumed,
         model_rule=model_rule,
         tools_rule=tools_rule,
         cooldown_rule=cooldown_rule,
-        launch_rule=launch_rule,
+        launch_rule=rules.launch,
+        pace_rule=rules.pace,
+        check_rule=rules.check,
+        status_cli=status_cli,
         schedule_note=schedule_note,
         merge_cli=merge_cli,
         coverage_line=_coverage_line(ctx),
     )
     actions = [
-        'launch one subagent per packet, wave by wave: "Read and follow the instructions in <prompt_path>"',
+        rules.action + ': "Read and follow the instructions in <prompt_path>"',
+        f'plan_status(run_id="{ctx.run_id}", failures=[{{packet_id, error}}...], launched=[packet_id...])',
+        status_cli,
         f'merge_and_ingest(run_id="{ctx.run_id}", failures=[{{packet_id, error}}...])',
         merge_cli,
         "next_step()",
     ]
     stop = (
-        f"Stop dispatching once every wave of run {ctx.run_id} has finished; call merge_and_ingest once, "
-        "then next_step."
+        f"Stop dispatching once every packet of run {ctx.run_id} has finished or failed; call merge_and_ingest "
+        "once, then next_step."
     )
     extra = {
         "wave_size": waves[0] if waves else 0,
