@@ -592,3 +592,27 @@ async def test_each_host_kind_is_told_to_dispatch_the_way_its_plan_was_made(repo
             assert "Between waves, before you launch the next one, call `plan_status`" in prompt
             assert "Keep " not in prompt and "**Launch order**" not in prompt
             assert f"launch the next {status['waves'][0]} waiting packet(s) together" in status["next_action"]
+
+
+def test_packets_a_quoted_limit_cannot_admit_are_held_back_and_requeued_without_an_attempt(repo: Path) -> None:
+    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 30000\n' + ROOMY)
+    service = AuditService(repo, clock=lambda: START)
+    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 2, "model": "claude-sonnet-4-6"})
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    first = plan["packets"][0]
+    # The first subagent's 429 quotes an input limit far below the configured one: the packets still waiting
+    # whose first call cannot fit it are not to be launched.
+    quoted = {
+        "packet_id": first["packet_id"],
+        "error": "API Error: 429 This request would exceed the rate limit for your organization of 2,000 input "
+        "tokens per minute. retry-after: 30",
+    }
+    status = service.plan_status(plan["run_id"], [quoted], [first["packet_id"]])
+    assert status.held and first["packet_id"] not in status.held and "Do not launch" in status.next_action
+    held = next(p for p in plan["packets"] if p["packet_id"] == status.held[0])
+    service.merge_and_ingest(plan["run_id"], [quoted])
+    # Held work goes back to the queue as it was: never tried, so no attempt counted against it.
+    never_tried = service.explain_task(held["tasks"][0]["task_id"])
+    assert never_tried.state == "pending" and never_tried.attempts == 0
+    tried = service.explain_task(first["tasks"][0]["task_id"])
+    assert tried.state == "pending" and tried.attempts == 1
