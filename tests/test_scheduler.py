@@ -281,3 +281,17 @@ def test_the_packet_budget_is_the_tightest_of_context_config_first_call_and_run_
     tier: tuple[int, int, int], provider: str, configured: int, host_cap: int, expected: int
 ) -> None:
     assert packet_token_budget(limits(*tier, provider=provider), Learned(), configured, host_cap) == expected
+
+
+def test_throttled_uncached_runs_pack_small_even_before_the_input_limit_is_known() -> None:
+    guessed = limits(*MID, confidence="low", provider="openai")  # the built-in table: nothing binds
+    assert packet_token_budget(guessed, Learned(), 60_000, 16) == 60_000
+    # Every input token charged, but never throttled (slow start leaves no threshold): large packets stay.
+    calibrated = Learned(input_ratio=16.0, cap=4.0)
+    assert packet_token_budget(guessed, calibrated, 60_000, 16) == 60_000
+    # Throttling cut the width below the host's: input binds, and each call re-sends the whole packet.
+    throttled = Learned(input_ratio=16.0, cap=3.0, threshold=3.0)
+    assert packet_token_budget(guessed, throttled, 60_000, 16) == 20_000
+    assert packet_token_budget(guessed, throttled, 60_000, 3) == 60_000  # the host's three slots bind first
+    cached = Learned(input_ratio=2.0, cap=3.0, threshold=3.0)  # cache reads free: the packet's size hardly matters
+    assert packet_token_budget(limits(*MID, confidence="low"), cached, 60_000, 16) == 60_000

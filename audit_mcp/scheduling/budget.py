@@ -48,7 +48,8 @@ def sustainable_packet_tokens(limits: ResolvedLimits, learned: Learned) -> int |
 
 def packet_token_budget(limits: ResolvedLimits, learned: Learned, max_packet_tokens: int, host_cap: int) -> int:
     """Tokens a packet may take: the context, the configured cap, the input bucket, a run's sustainable draw,
-    and, where every input token is charged and the input limit binds, ``UNCACHED_PACKET_TOKENS``."""
+    and, where every input token is charged and the input limit binds (or throttling showed it does),
+    ``UNCACHED_PACKET_TOKENS``."""
     budget = budget_before_uncached_cap(limits, learned, max_packet_tokens)
     if _uncached_input_binds(limits, learned, budget, host_cap):
         # Every call re-sends the whole context, so a run's input grows with the square of its packet:
@@ -71,9 +72,17 @@ def budget_before_uncached_cap(limits: ResolvedLimits, learned: Learned, max_pac
 
 def _uncached_input_binds(limits: ResolvedLimits, learned: Learned, budget: int, host_cap: int) -> bool:
     """Whether every input token is charged and packets of ``budget`` tokens leave the input limit, not the
-    host's slots, setting the width."""
+    host's slots, setting the width.
+
+    With the input limit unknown, the evidence is the runs' own: usage showed every input token charged (a
+    learned ratio of ``CACHED_RATIO`` or more) and throttling cut the width below the host's (a decrease
+    left a threshold there). Slow start alone leaves none, so a model never throttled keeps large packets.
+    """
     seconds, ratio, _out, _calls = run_profile(learned, limits.provider)
-    rate = binding_rates(limits).get("input_tokens_per_minute")
-    if rate is None or ratio < CACHED_RATIO:
+    if ratio < CACHED_RATIO:
         return False
-    return profile.TARGET_UTILISATION * rate * seconds / (budget * ratio) < min(host_cap, MAX_WAVE_WIDTH)
+    slots = min(host_cap, MAX_WAVE_WIDTH)
+    rate = binding_rates(limits).get("input_tokens_per_minute")
+    if rate is None:
+        return learned.input_ratio is not None and learned.threshold is not None and learned.threshold < slots
+    return profile.TARGET_UTILISATION * rate * seconds / (budget * ratio) < slots
