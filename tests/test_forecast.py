@@ -45,7 +45,11 @@ def test_the_forecast_before_dispatch_is_the_plan_dispatched(
     assert status["forecast"]["estimated_tokens"] == plan["estimated_total_tokens"]
     assert step["forecast"] == plan["schedule"]["forecast"]
     prompt = Path(check["prompt_path"]).read_text()
-    assert f"{len(plan['packets'])} packet(s) in {len(plan['waves'])} wave(s)" in prompt
+    # The prompt states the run in the host's own terms: a queue kept N wide, or waves.
+    if plan["schedule"]["dispatch_mode"] == "rolling":
+        assert f"{len(plan['packets'])} packet(s), at most {plan['wave_size']} at a time" in prompt
+    else:
+        assert f"{len(plan['packets'])} packet(s) in {len(plan['waves'])} wave(s)" in prompt
 
 
 def test_no_packet_id_is_shown_before_its_run_exists(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

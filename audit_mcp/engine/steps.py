@@ -9,6 +9,7 @@ from typing import Any
 
 from audit_mcp.core.escape import md_block, md_code
 from audit_mcp.core.models import HostCapabilities, Step
+from audit_mcp.engine.dispatch_rules import opening, rolling_rules, whole_wave_rules
 from audit_mcp.engine.templates import render
 
 TIER_MODELS = {
@@ -160,86 +161,6 @@ def _queue_table(ctx: StepContext, width: int, offsets: dict[str, float]) -> str
     return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class _Rules:
-    """What the dispatch prompt tells the host to do, for the way it dispatches."""
-
-    launch: str
-    pace: str
-    check: str
-    action: str
-
-
-_SLEEP = (
-    "(the model's per-minute token budget refills at that pace; if you have nothing else to do, wait with `sleep` "
-    "in a shell)"
-)
-_STATUS = (
-    "`failures` = the failures you noted since your last call, and `launched` = every packet id you have started "
-    "so far; follow its `next_action`. Rate limits met (or their absence) since the plan was written can narrow "
-    "or widen the width, set a cooldown, move start times, and name packets not to launch; the answer wins over "
-    "this prompt."
-)
-_STATUS_CLI = (
-    " Without MCP tools, write those failures to a file and run this, with the ids of the packets you started, "
-    "comma-separated, after `--launched`:"
-)
-
-
-def _rolling_rules(run_id: str, width: int, offsets: dict[str, float]) -> _Rules:
-    start = (
-        f"Start the packets in the order listed below, each as its own subagent: the first {width} now, except any "
-        "marked **start at +Ns**, which must not start sooner than N seconds after the first subagent of this run "
-        f"started {_SLEEP}. Give each exactly this instruction:"
-        if offsets
-        else f"Start the first {width} packets listed below at once, each as its own subagent, with exactly this "
-        "instruction:"
-    )
-    timed = ", not before its start time if it is marked with one" if offsets else ""
-    return _Rules(
-        launch=start,
-        pace=f"Keep {width} subagent(s) running: as soon as one finishes (submitted or failed), start the next "
-        f"packet in the list{timed}. Do not wait for the others to finish, and never run more than {width} at once.",
-        check="Each time a subagent finishes, before you start the next packet, call `plan_status` with "
-        f"`run_id` = `{run_id}`, " + _STATUS + _STATUS_CLI,
-        action=f"keep {width} subagent(s) running, one per packet, starting the next as soon as one finishes",
-    )
-
-
-def _whole_wave_rules(run_id: str, offsets: dict[str, float]) -> _Rules:
-    start = (
-        "Launch all the packets of the wave together, each as its own subagent. A wave whose packets are marked "
-        "**start at +Ns** must not start sooner than N seconds after the first wave of this run started "
-        f"{_SLEEP}. Give each exactly this instruction:"
-        if offsets
-        else "Launch every packet of the wave at once, each as its own subagent, with exactly this instruction:"
-    )
-    return _Rules(
-        launch=start,
-        pace="Wait until every subagent of the wave has finished before you start the next wave.",
-        check="Between waves, before you launch the next one, call `plan_status` with "
-        f"`run_id` = `{run_id}`, "
-        + _STATUS
-        + " Its `waves` and `waiting` replace the waves below: launch the next wave it gives."
-        + _STATUS_CLI,
-        action="launch one subagent per packet, wave by wave, calling plan_status between waves",
-    )
-
-
-def _opening(run_id: str, mode: str, outstanding: int, waves: list[int]) -> str:
-    width = waves[0] if waves else 0
-    if mode == "rolling":
-        return (
-            f"Launch one subagent per packet of run `{run_id}`, keeping {width} running and starting the next packet "
-            f"as soon as one finishes, then merge the run and ask for the next step. {outstanding} packet(s), at "
-            f"most {width} at a time."
-        )
-    return (
-        f"Launch one subagent per packet of run `{run_id}`, wave by wave, then merge the run and ask for the next "
-        f"step. {outstanding} packet(s) in {len(waves)} wave(s) of at most {width}."
-    )
-
-
 def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     assert ctx.plan is not None and ctx.run_id is not None and ctx.plan_path is not None
     waves = ctx.waves
@@ -287,7 +208,7 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     offsets = _launch_offsets(ctx.outstanding)
     interval = planned.get("launch_interval_seconds") or None
     width = waves[0] if waves else 0
-    rules = _rolling_rules(ctx.run_id, width, offsets) if mode == "rolling" else _whole_wave_rules(ctx.run_id, offsets)
+    rules = rolling_rules(ctx.run_id, width, offsets) if mode == "rolling" else whole_wave_rules(ctx.run_id, offsets)
     status_cli = _cli(ctx, "plan-status", "--run-id", ctx.run_id, "--failures", "FAILURES.json", "--launched", "ID,ID")
     merge_cli = _cli(ctx, "merge-and-ingest", "--run-id", ctx.run_id, "--failures", "FAILURES.json")
     resumed = (
@@ -300,7 +221,7 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         "steps/dispatch_review.md",
         run_id=ctx.run_id,
         plan_reading=_plan_reading(ctx),
-        opening=_opening(ctx.run_id, mode, len(ctx.outstanding), waves),
+        opening=opening(ctx.run_id, mode, len(ctx.outstanding), waves),
         waves_table=_queue_table(ctx, width, offsets) if mode == "rolling" else _waves_table(ctx, waves, offsets),
         resumed=resumed,
         model_rule=model_rule,

@@ -82,7 +82,7 @@ def register(sub: Subparsers) -> None:
         _plan_status,
         "between waves: the run's width, cooldown and start times for the packets not launched yet",
     )
-    p.add_argument("--run-id", required=True)
+    p.add_argument("--run-id", required=True, help="the run in flight, as the dispatch step gives it")
     p.add_argument(
         "--failures",
         metavar="FILE",
