@@ -12,7 +12,8 @@ from audit_mcp.store.queries import Queries
 class InflightQueries(Queries):
     def put_run_context(self, run_id: str, context: dict[str, Any]) -> None:
         self.conn.execute(
-            "INSERT OR REPLACE INTO run_contexts (run_id, context) VALUES (?, ?)",
+            "INSERT INTO run_contexts (run_id, context) VALUES (?, ?) "
+            "ON CONFLICT (run_id) DO UPDATE SET context = excluded.context",
             (run_id, json.dumps(context, sort_keys=True)),
         )
 
@@ -23,7 +24,8 @@ class InflightQueries(Queries):
     def report_failure(self, packet_id: str, run_id: str, detail: str, at: str) -> bool:
         """Record a failure the host reported mid-run; False when that packet's failure was already reported."""
         cursor = self.conn.execute(
-            "INSERT OR IGNORE INTO reported_failures (packet_id, run_id, detail, at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO reported_failures (packet_id, run_id, detail, at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (packet_id) DO NOTHING",
             (packet_id, run_id, detail, at),
         )
         return cursor.rowcount > 0
