@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.pg_server import PgServer, pg_bindir
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -28,6 +32,49 @@ def _isolated_learned_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     """Learned rate-limit state goes to a temporary directory, never the user's; no provider is probed."""
     monkeypatch.setenv("AUDIT_MCP_STATE_DIR", str(tmp_path / "learned-state"))
     monkeypatch.setenv("AUDIT_MCP_PROBE", "never")
+    # The store is SQLite in the artifacts directory unless a test asks for PostgreSQL (``store_url``).
+    monkeypatch.delenv("AUDIT_MCP_STORE", raising=False)
+    monkeypatch.delenv("AUDIT_MCP_AUDIT_NAME", raising=False)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One throwaway PostgreSQL server for the whole test run (skipped only where none is installed; CI
+    installs one and sets AUDIT_MCP_REQUIRE_POSTGRES, so there a missing server fails instead)."""
+    bindir = pg_bindir()
+    if bindir is None:
+        if os.environ.get("AUDIT_MCP_REQUIRE_POSTGRES"):
+            pytest.fail("AUDIT_MCP_REQUIRE_POSTGRES is set but no PostgreSQL binaries (initdb, pg_ctl) were found")
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl) on this machine: apt-get install postgresql")
+    server = PgServer(bindir).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A fresh, empty database on the test run's server, dropped after the test."""
+    import psycopg
+
+    name = "t_" + uuid.uuid4().hex[:16]
+    with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield pg_server.dsn(name)
+    with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each backend in turn, through AUDIT_MCP_STORE (which child processes inherit): ``sqlite`` or a
+    fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return "sqlite"
+    url: str = request.getfixturevalue("pg_url")
+    monkeypatch.setenv("AUDIT_MCP_STORE", url)
+    return url
 
 
 @pytest.fixture

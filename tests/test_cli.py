@@ -148,6 +148,7 @@ def test_every_verb_has_help() -> None:
         "intake",
         "plan",
         "synthesize",
+        "store",
     }
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for verb in verbs:

@@ -21,6 +21,8 @@ BAD = {
     "AUDIT_MCP_WAVE_KIND": ('"sideways"', "sideways"),
     "AUDIT_MCP_DISPATCH_MODE": ('"sideways"', "sideways"),
     "AUDIT_MCP_PROBE": ('"sometimes"', "sometimes"),
+    "AUDIT_MCP_CLAIM_LEASE_SECONDS": ("1", "1"),
+    "AUDIT_MCP_SHARE_LEARNED": ('"maybe"', "maybe"),
 }
 
 

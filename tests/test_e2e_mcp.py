@@ -60,7 +60,7 @@ async def drive_audit(client: Client, reviewer: ScriptedReviewer, root: Path) ->
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"], ids=["protocol-2025-11-25", "protocol-2026-07-28"])
 async def test_a_scripted_host_audits_the_fixture_to_a_complete_report(
-    repo: Path, reviewer: ScriptedReviewer, answer_key: dict[str, Any], mode: str
+    repo: Path, reviewer: ScriptedReviewer, answer_key: dict[str, Any], mode: str, store_url: str
 ) -> None:
     async with Client(build_server(repo), mode=mode) as client:
         await drive_audit(client, reviewer, repo)
@@ -79,12 +79,12 @@ async def test_a_scripted_host_audits_the_fixture_to_a_complete_report(
 
 @pytest.mark.anyio
 async def test_the_same_audit_runs_over_stdio_with_the_installed_command(
-    repo: Path, reviewer: ScriptedReviewer
+    repo: Path, reviewer: ScriptedReviewer, store_url: str
 ) -> None:
     command = Path(sys.executable).with_name("audit-mcp")
     params = StdioServerParameters(
         command=str(command),
-        args=["serve", "--root", str(repo)],
+        args=["serve", "--root", str(repo), "--store", store_url],
         env={"AUDIT_MCP_STATE_DIR": os.environ["AUDIT_MCP_STATE_DIR"]},
     )
     async with Client(params) as client:

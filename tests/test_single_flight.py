@@ -58,6 +58,17 @@ def _released_together(fifo: Path, argv: list[str], count: int) -> list[subproce
     return done
 
 
+def _audits_and_runs(repo: Path) -> tuple[int, int]:
+    """How many audits the store holds for this repository, and how many runs they have."""
+    service = AuditService(repo)
+    try:
+        with service.store.read() as tx:
+            ids = tx.audit_ids()
+            return len(ids), sum(len(tx.runs(i, plan=False)) for i in ids)
+    finally:
+        service.store.close()
+
+
 def _count(db: Path, table: str) -> int:
     conn = sqlite3.connect(db)
     try:
@@ -66,7 +77,9 @@ def _count(db: Path, table: str) -> int:
         conn.close()
 
 
-def test_processes_released_together_on_a_new_root_start_exactly_one_audit(repo: Path, tmp_path: Path) -> None:
+def test_processes_released_together_on_a_new_root_start_exactly_one_audit(
+    repo: Path, tmp_path: Path, store_url: str
+) -> None:
     argv = ["next-step", "--root", str(repo), "--host-can-dispatch-subagents", "true"]
     results = _released_together(tmp_path / "go", argv, PROCESSES)
     for done in results:
@@ -75,8 +88,7 @@ def test_processes_released_together_on_a_new_root_start_exactly_one_audit(repo:
     steps = [json.loads(done.stdout) for done in results]
     assert {s["step_kind"] for s in steps} == {"dispatch_review"}
     assert len({s["run_id"] for s in steps}) == 1  # every caller follows the same run
-    db = repo / ".audit-mcp" / "audit.sqlite3"
-    assert _count(db, "audits") == 1 and _count(db, "runs") == 1
+    assert _audits_and_runs(repo) == (1, 1)
 
 
 def test_a_new_audit_that_another_caller_started_meanwhile_is_joined_not_doubled(

@@ -144,6 +144,15 @@ class AnalyzersConfig(_Strict):
     )
 
 
+class SharedConfig(_Strict):
+    """How hosts sharing one audit through a PostgreSQL store hold their packets."""
+
+    # A claim lapses this long after its host's last sign of life (a call, or a serving host's heartbeat).
+    claim_lease_seconds: Annotated[int, Field(ge=2, le=30 * 86_400)] = 600
+    # Keep the learned rate-limit state in the shared store too, so one host's 429 narrows every host's waves.
+    learned: bool = False
+
+
 class SessionConfig(_Strict):
     """Everything a user can set for the audit of one repository."""
 
@@ -166,6 +175,11 @@ class SessionConfig(_Strict):
     model: ModelConfig = Field(default_factory=ModelConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     analyzers: AnalyzersConfig = Field(default_factory=AnalyzersConfig)
+    shared: SharedConfig = Field(default_factory=SharedConfig)
+    # Where the audit's state lives (a PostgreSQL URL for a shared store) and the name of the audit in it;
+    # only the user's own config may set them (the store may hold other repositories' audits).
+    store: Annotated[str, Field(min_length=1, max_length=2_000)] | None = None
+    audit_name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
 
 
 # Each variable overrides one setting: (section, key) of SessionConfig.
@@ -179,6 +193,8 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
     "AUDIT_MCP_WAVE_KIND": ("scheduler", "wave_kind"),
     "AUDIT_MCP_DISPATCH_MODE": ("host", "dispatch_mode"),
     "AUDIT_MCP_PROBE": ("scheduler", "probe"),
+    "AUDIT_MCP_CLAIM_LEASE_SECONDS": ("shared", "claim_lease_seconds"),
+    "AUDIT_MCP_SHARE_LEARNED": ("shared", "learned"),
 }
 
 
@@ -294,6 +310,13 @@ def _confined(config: SessionConfig, root: Path, path: Path) -> SessionConfig:
                 "--analyzer-results (or --analyzer-sarif), or list it in your own config (--config or "
                 "AUDIT_MCP_CONFIG)."
             ) from exc
+    for key in ("store", "audit_name"):
+        if getattr(config, key) is not None:
+            raise ConfigError(
+                f"{path}: {key} is refused: where the audit's state lives and which audit it joins are yours to "
+                "choose, not the code under audit's (--store / --audit-name, AUDIT_MCP_STORE / AUDIT_MCP_AUDIT_NAME, "
+                "or your own config via --config or AUDIT_MCP_CONFIG). Remove the key from the repository's config."
+            )
     if config.scheduler.probe != "never":
         raise ConfigError(
             f"{path}: [scheduler] probe = {config.scheduler.probe!r} is refused: the provider probe uses your API "

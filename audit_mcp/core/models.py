@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 CONTRACT_VERSION = "audit-mcp/1"
 
-StepKind = Literal["capability_check", "dispatch_review", "single_task_fallback", "present_report", "blocked"]
+StepKind = Literal["capability_check", "dispatch_review", "single_task_fallback", "wait", "present_report", "blocked"]
 
 
 class HostCapabilities(BaseModel):
@@ -51,6 +51,10 @@ class Step(BaseModel):
         "as one finishes) or whole_wave (launch each wave together and wait for all of it).",
     )
     packets_outstanding: int | None = None
+    packet_ids: list[str] | None = Field(
+        default=None,
+        description="The packets this step hands out, in launch order (in a shared store: those this host holds).",
+    )
     cooldown_until: str | None = None
     launch_interval_seconds: float | None = Field(
         default=None, description="The steady gap between subagent starts once the rate-limit burst is used."
@@ -62,6 +66,10 @@ class Step(BaseModel):
     )
     forecast: dict[str, object] | None = Field(
         default=None, description="Packets, waves, estimated tokens and a time range for the work handed out."
+    )
+    retry_after_seconds: float | None = Field(
+        default=None,
+        description="A wait step: other hosts hold the rest of the run's packets; call next_step again after this.",
     )
     coverage: dict[str, int] = Field(default_factory=dict)
     completeness: str = "unknown"
@@ -120,6 +128,10 @@ class MergeSummary(BaseModel):
     invalid_results_files: dict[str, str] = Field(
         default_factory=dict,
         description="Packets whose results file was refused, with its errors; they are handed out again.",
+    )
+    waiting_packets: int = Field(
+        default=0,
+        description="A shared run not merged yet: packets other hosts still hold or nobody has claimed.",
     )
     worker_output: dict[str, str] = Field(
         default_factory=dict,

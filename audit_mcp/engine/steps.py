@@ -38,6 +38,7 @@ class StepContext:
     report_path: Path | None = None
     command: tuple[str, ...] = ("audit-mcp",)  # runs this installation (by absolute path, see core.executable)
     forecast: dict[str, Any] | None = None  # the next run, before it is dispatched (usecases.forecasting)
+    retry_after_seconds: float | None = None  # a wait step: when to call next_step again
 
 
 # The step prompt lists the first waves' packets inline up to about this many characters (~8k tokens);
@@ -252,6 +253,7 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         "waves": waves,
         "dispatch_mode": planned.get("dispatch_mode") or planned.get("wave_kind"),
         "packets_outstanding": len(ctx.outstanding),
+        "packet_ids": [p["packet_id"] for p in ctx.outstanding],
         "cooldown_until": cooldown,
         "forecast": forecast,
         "launch_offsets": offsets or None,
@@ -283,7 +285,8 @@ def _single(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         "next_step()",
     ]
     stop = f"Stop after packet {packet['packet_id']} is accepted; then call next_step."
-    return prompt, actions, stop, {"wave_size": 1, "waves": [1], "packets_outstanding": 1}
+    extra = {"wave_size": 1, "waves": [1], "packets_outstanding": 1, "packet_ids": [packet["packet_id"]]}
+    return prompt, actions, stop, extra
 
 
 def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
@@ -310,6 +313,19 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
             answer_cli,
         ]
         stop = "Stop after answering once with next_step; do not run shell commands to find out."
+    elif ctx.kind == "wait":
+        assert ctx.retry_after_seconds is not None
+        prompt = render(
+            "steps/wait.md",
+            run_id=str(ctx.run_id),
+            reason=md_block(ctx.reason),  # it names hosts, which come from their environment
+            retry_after=f"{ctx.retry_after_seconds:g}",
+            next_cli=_cli(ctx, "next-step"),
+            coverage_line=_coverage_line(ctx),
+        )
+        actions = [f"wait {ctx.retry_after_seconds:g} seconds", "next_step()", _cli(ctx, "next-step")]
+        stop = f"Stop now; call next_step again after {ctx.retry_after_seconds:g} seconds."
+        extra = {"retry_after_seconds": ctx.retry_after_seconds, "packets_outstanding": 0}
     elif ctx.kind == "present_report":
         assert ctx.report_path is not None
         prompt = render(

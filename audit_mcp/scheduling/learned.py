@@ -30,7 +30,7 @@ from audit_mcp.core.errors import StateError
 from audit_mcp.scheduling.learning import MAX_LEARNED_CAP
 from audit_mcp.scheduling.profile import Learned
 from audit_mcp.scheduling.ratelimits import MAX_QUOTED_LIMIT, MAX_WAIT_SECONDS
-from audit_mcp.store.keyed import KeyedDocuments
+from audit_mcp.store.keyed import Documents, KeyedDocuments
 
 STATE_FILENAME = "learned.sqlite3"
 _DATES = {f.name for f in fields(Learned) if "datetime" in str(f.type)}
@@ -130,9 +130,12 @@ def _decode(text: str | None) -> Learned:
 class LearnedStore:
     """The learned state of every provider+model, one checked document each in a small SQLite file."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, documents: Documents | None = None) -> None:
+        """The user's file at ``path`` (default: ``learned_state_path()``), or ``documents`` another store
+        keeps (a shared PostgreSQL store's, so a fleet on one API key learns together)."""
         self.path = path or learned_state_path()
-        self._documents = KeyedDocuments(self.path)
+        self._documents: Documents = documents or KeyedDocuments(self.path)
+        self.location = self._documents.location
         self.warnings: list[str] = []
 
     def get(self, key: str) -> Learned:
@@ -165,8 +168,8 @@ class LearnedStore:
             at, why = set_aside[0]
             notes.append(
                 f"The learned state for {key} failed its check ({why}) and was set aside at {at}, in the "
-                f"quarantine table of {self.path} ({len(set_aside)} document(s) so far); the scheduler uses its "
-                "defaults until it learns again. Nothing needs doing; delete the file to clear the record."
+                f"quarantine table of {self.location} ({len(set_aside)} document(s) so far); the scheduler uses "
+                "its defaults until it learns again. Nothing needs doing; clear that table to clear the record."
             )
         return notes
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from audit_mcp.store.queries import Queries
+from audit_mcp.store.queries import Connection, Queries
 from audit_mcp.store.records import AuditRow, FileRow
 
 
@@ -30,7 +29,7 @@ class AuditQueries(Queries):
         return None if row is None else self._audit(row)
 
     @staticmethod
-    def _audit(row: sqlite3.Row) -> AuditRow:
+    def _audit(row: Any) -> AuditRow:
         return AuditRow(
             audit_id=row["audit_id"],
             created_at=row["created_at"],
@@ -49,13 +48,12 @@ class AuditQueries(Queries):
     def create_audit(
         self, *, now: str, root: str, git_head: str | None, git_dirty: bool, digest: str, lenses: Sequence[str]
     ) -> int:
-        cur = self.conn.execute(
+        row = self.conn.execute(
             "INSERT INTO audits (created_at, root, git_head, git_dirty, manifest_digest, lenses, host_caps)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING audit_id",
             (now, root, git_head, int(git_dirty), digest, json.dumps(list(lenses)), "{}"),
-        )
-        assert cur.lastrowid is not None
-        return cur.lastrowid
+        ).fetchone()
+        return int(row[0])
 
     def previous_audit_id(self, audit_id: int) -> int | None:
         """The latest audit before ``audit_id`` that was not abandoned: what a new audit carries forward."""
@@ -196,7 +194,7 @@ class FileWindow(Mapping[str, FileRow]):
     PAGE = 1_000
     _COLUMNS = "path, language, size, line_count, sha256, scope, skip_reason, kind"
 
-    def __init__(self, conn: sqlite3.Connection, audit_id: int) -> None:
+    def __init__(self, conn: Connection, audit_id: int) -> None:
         self._conn, self._audit_id = conn, audit_id
         self._rows: dict[str, FileRow] = {}
         self._last: str | None = None  # the last path of the last page read

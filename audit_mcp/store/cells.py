@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
@@ -14,7 +13,7 @@ _CELL_COLUMNS = (
 )
 
 
-def _cell(row: sqlite3.Row) -> Cell:
+def _cell(row: Any) -> Cell:
     return Cell(
         task_id=row["task_id"],
         path=row["path"],
@@ -90,9 +89,13 @@ class CellQueries(Queries):
             cursor = self.conn.execute(
                 "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts, run_id,"
                 " packet_id, reason, content_hash, updated_at)"
-                " SELECT ?, printf('T%05d', ROW_NUMBER() OVER (ORDER BY u.seq, l.ord)), u.path, u.start_line,"
-                " u.end_line, l.lens, 'pending', 0, NULL, NULL, NULL, u.content_hash, ?"
-                " FROM matrix_units u JOIN matrix_lenses l ON l.lens_set = u.lens_set ORDER BY u.seq, l.ord",
+                # T00001 ... T99999, then T100000: five digits at least, written the same in both dialects.
+                " SELECT ?, CASE WHEN n < 100000 THEN 'T' || SUBSTR(CAST(100000 + n AS TEXT), 2)"
+                " ELSE 'T' || CAST(n AS TEXT) END, path, start_line, end_line, lens, 'pending', 0, NULL, NULL, NULL,"
+                " content_hash, ? FROM (SELECT ROW_NUMBER() OVER (ORDER BY u.seq, l.ord) AS n, u.seq AS useq,"
+                " l.ord AS lord, u.path AS path, u.start_line AS start_line, u.end_line AS end_line, l.lens AS lens,"
+                " u.content_hash AS content_hash FROM matrix_units u JOIN matrix_lenses l ON l.lens_set = u.lens_set)"
+                " numbered ORDER BY useq, lord",
                 (audit_id, now),
             )
             return cursor.rowcount

@@ -105,8 +105,9 @@ class FindingQueries(Queries):
 
     def insert_verdict(self, audit_id: int, verdict: Verdict) -> None:
         self.conn.execute(
-            "INSERT OR REPLACE INTO lead_verdicts (audit_id, lead_id, packet_id, task_id, verdict, reason)"
-            " VALUES (?,?,?,?,?,?)",
+            "INSERT INTO lead_verdicts (audit_id, lead_id, packet_id, task_id, verdict, reason) VALUES (?,?,?,?,?,?)"
+            " ON CONFLICT (audit_id, lead_id, packet_id, task_id)"
+            " DO UPDATE SET verdict = excluded.verdict, reason = excluded.reason",
             (audit_id, verdict.lead_id, verdict.packet_id, verdict.task_id, verdict.verdict, verdict.reason),
         )
 

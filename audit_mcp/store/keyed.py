@@ -12,12 +12,26 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 
 from audit_mcp.core.errors import StateError
 from audit_mcp.store.sqlite import connect
 
 Check = Callable[[str], str | None]
 """Why a document cannot be used, or ``None`` when it can."""
+
+
+class Documents(Protocol):
+    """Checked documents by key: this SQLite file, or the shared PostgreSQL store's table."""
+
+    location: str
+
+    def get(self, key: str, check: Check, now: str) -> str | None: ...
+
+    def update(self, key: str, change: Callable[[str | None], str], check: Check, now: str) -> str | None: ...
+
+    def quarantined(self, key: str) -> list[tuple[str, str]]: ...
+
 
 MAX_QUARANTINE_ROWS = 200
 
@@ -27,6 +41,7 @@ class KeyedDocuments:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.location = str(path)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -59,7 +74,7 @@ class KeyedDocuments:
         if row is None:
             return None
         text = str(row[0])
-        if (why := _checked(check, text)) is None:
+        if (why := checked(check, text)) is None:
             return text
         with self._connect() as conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -82,11 +97,11 @@ class KeyedDocuments:
             try:
                 row = conn.execute("SELECT state FROM learned WHERE key = ?", (key,)).fetchone()
                 old = None if row is None else str(row[0])
-                if old is not None and (why := _checked(check, old)) is not None:
+                if old is not None and (why := checked(check, old)) is not None:
                     self._quarantine(conn, key, old, why, now, remove=True)
                     old = None
                 new = change(old)
-                if (why := _checked(check, new)) is not None:
+                if (why := checked(check, new)) is not None:
                     self._quarantine(conn, key, new, f"refused on write: {why}", now, remove=False)
                     new_or_old = old
                 else:
@@ -126,7 +141,8 @@ class KeyedDocuments:
             conn.execute("DELETE FROM learned WHERE key = ?", (key,))
 
 
-def _checked(check: Check, text: str) -> str | None:
+def checked(check: Check, text: str) -> str | None:
+    """Why ``text`` cannot be used (not UTF-8, or what ``check`` says), or ``None``."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

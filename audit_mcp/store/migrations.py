@@ -243,6 +243,15 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX reported_failures_run ON reported_failures (run_id)
         """,
     ),
+    (
+        "0011_packet_claims",
+        """
+        ALTER TABLE packets ADD COLUMN holder TEXT;
+        ALTER TABLE packets ADD COLUMN claimed_at TEXT;
+        ALTER TABLE packets ADD COLUMN claim_attempt INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE packets ADD COLUMN reported_error TEXT
+        """,
+    ),
 )
 
 

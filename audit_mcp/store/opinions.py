@@ -56,12 +56,12 @@ class OpinionQueries(Queries):
     def add_runtime_evidence(
         self, audit_id: int, *, fingerprint: str, verdict: str, payload: dict[str, Any], now: str
     ) -> int:
-        cur = self.conn.execute(
-            "INSERT INTO runtime_evidence (audit_id, fingerprint, verdict, payload, added_at) VALUES (?,?,?,?,?)",
+        row = self.conn.execute(
+            "INSERT INTO runtime_evidence (audit_id, fingerprint, verdict, payload, added_at) VALUES (?,?,?,?,?)"
+            " RETURNING evidence_id",
             (audit_id, fingerprint, verdict, json.dumps(payload, sort_keys=True), now),
-        )
-        assert cur.lastrowid is not None
-        return cur.lastrowid
+        ).fetchone()
+        return int(row[0])
 
     def runtime_evidence(self, audit_id: int) -> list[RuntimeEvidence]:
         rows = self.conn.execute(

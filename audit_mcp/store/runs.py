@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,10 +23,13 @@ class RunQueries(Queries):
 
     def run_waves(self, audit_id: int) -> dict[str, list[Any]]:
         """Each run's waves (lists of packet ids), read out of its plan without parsing the whole plan."""
-        # JSON path extraction has no portable SQL spelling; another backend spells this one query its way.
-        rows = self.conn.execute(
-            "SELECT run_id, json_extract(plan, '$.waves') FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,)
+        # JSON path extraction has no portable SQL spelling: each backend spells this one query its way.
+        waves = (
+            "json_extract(plan, '$.waves')"
+            if self.dialect == "sqlite"
+            else "CAST(CAST(plan AS json) -> 'waves' AS TEXT)"
         )
+        rows = self.conn.execute(f"SELECT run_id, {waves} FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,))
         return {r[0]: json.loads(r[1]) if r[1] else [] for r in rows}
 
     def run(self, run_id: str, *, plan: bool = True) -> RunRow | None:
@@ -36,7 +38,7 @@ class RunQueries(Queries):
         return None if row is None else self._run(row)
 
     @staticmethod
-    def _run(r: sqlite3.Row) -> RunRow:
+    def _run(r: Any) -> RunRow:
         return RunRow(
             run_id=r["run_id"],
             audit_id=r["audit_id"],
@@ -116,7 +118,7 @@ class RunQueries(Queries):
         return None if row is None else self._packet(row)
 
     @staticmethod
-    def _packet(r: sqlite3.Row) -> PacketRow:
+    def _packet(r: Any) -> PacketRow:
         return PacketRow(
             packet_id=r["packet_id"],
             run_id=r["run_id"],

@@ -12,6 +12,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 from audit_mcp.store.migrations import MIGRATIONS, split_sql
@@ -44,13 +45,23 @@ def _use_wal(conn: sqlite3.Connection) -> None:
             time.sleep(0.05)
 
 
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 class Store:
     """Opens connections to the database and applies migrations once."""
 
-    def __init__(self, artifacts_dir: Path, migrations: tuple[tuple[str, str], ...] = MIGRATIONS) -> None:
+    dialect = "sqlite"
+
+    def __init__(
+        self, artifacts_dir: Path, migrations: tuple[tuple[str, str], ...] = MIGRATIONS, *, migrate: bool = True
+    ) -> None:
         self.path = artifacts_dir / DB_FILENAME
-        artifacts_dir.mkdir(parents=True, exist_ok=True)
-        self._migrate(migrations)
+        self.location = str(self.path)
+        if migrate:  # (``False``: only to look, as ``audit-mcp store status`` does)
+            artifacts_dir.mkdir(parents=True, exist_ok=True)
+            self._migrate(migrations)
 
     def _connect(self) -> sqlite3.Connection:
         conn = connect(self.path)
@@ -71,7 +82,7 @@ class Store:
                     continue
                 for statement in split_sql(sql):
                     conn.execute(statement)
-                conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, datetime('now'))", (name,))
+                conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, _now()))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -81,7 +92,11 @@ class Store:
             conn.close()
 
     def applied_migrations(self) -> list[str]:
+        if not self.path.is_file():
+            return []
         with self.read() as tx:
+            if tx.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'migrations'").fetchone() is None:
+                return []
             return [row[0] for row in tx.conn.execute("SELECT name FROM migrations ORDER BY name")]
 
     @contextmanager
@@ -98,6 +113,16 @@ class Store:
             raise
         finally:
             conn.close()
+
+    # One writer at a time already: a claim is a write.
+    claim = write
+
+    def close(self) -> None:
+        """Nothing stays open between transactions."""
+
+    def repositories(self) -> list[dict[str, str]]:
+        """The file holds one repository's audits, the one whose artifacts directory it is in."""
+        return []
 
     @contextmanager
     def read(self) -> Iterator[Tx]:

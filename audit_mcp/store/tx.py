@@ -4,14 +4,15 @@ All of the project's SQL lives in this package, split by aggregate: audits and
 their files (``audits``), the coverage matrix (``cells``), runs, packets and
 submissions (``runs``), what a run in flight was scheduled for and the failures reported
 while it runs (``inflight``), findings, failures and leads (``findings``), the threat model, verdicts and
-runtime evidence (``opinions``), the ledger (``ledger``) and requeue requests (``requeues``). SQL stays
-portable.
+runtime evidence (``opinions``), the ledger (``ledger``), requeue requests (``requeues``) and packet claims
+(``claims``). SQL stays portable.
 """
 
 from __future__ import annotations
 
 from audit_mcp.store.audits import AuditQueries
 from audit_mcp.store.cells import CellQueries
+from audit_mcp.store.claims import ClaimQueries
 from audit_mcp.store.findings import FindingQueries
 from audit_mcp.store.inflight import InflightQueries
 from audit_mcp.store.ledger import LedgerQueries
@@ -29,5 +30,6 @@ class Tx(
     OpinionQueries,
     LedgerQueries,
     RequeueQueries,
+    ClaimQueries,
 ):
     """Typed queries inside one transaction."""

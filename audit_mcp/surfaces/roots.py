@@ -7,6 +7,7 @@ that names a run is routed to the root whose audit holds it, or refused with the
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,7 +28,9 @@ class Registry:
         config_path: Path | None,
         clock: Clock | None,
         allowed: Sequence[Path] = (),
+        store: tuple[str | None, str | None] = (None, None),
     ) -> None:
+        self._store = store  # the store URL and audit name of every root's service (``None``: their defaults)
         self.default_root = (root or Path.cwd()).expanduser().resolve()
         self._artifacts_dir = artifacts_dir
         self._config_path = config_path
@@ -51,8 +54,19 @@ class Registry:
             if key not in self._services:
                 # An explicit artifacts directory belongs to the default root; other roots use their own.
                 artifacts = self._artifacts_dir if key == self.default_root else None
-                self._services[key] = AuditService(key, artifacts, config_path=self._config_path, clock=self._clock)
+                self._services[key] = AuditService(
+                    key,
+                    artifacts,
+                    config_path=self._config_path,
+                    clock=self._clock,
+                    store=self._store[0],
+                    audit_name=self._store[1],
+                )
             return self._services[key]
+
+    def _shared(self) -> bool:
+        """A shared store holds the audit of a root that was never opened here (another host started it)."""
+        return bool(self._store[0] or os.environ.get("AUDIT_MCP_STORE", "").strip())
 
     def _database(self, root: Path) -> Path:
         base = self._artifacts_dir if root == self.default_root and self._artifacts_dir else root / ARTIFACTS_DIRNAME
@@ -67,7 +81,7 @@ class Registry:
         found = [
             service
             for root in self.allowed
-            if root in self._services or self._database(root).is_file()
+            if root in self._services or self._shared() or self._database(root).is_file()
             for service in [self.get(str(root))]
             if service.has_run(run_id)
         ]

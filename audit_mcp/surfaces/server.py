@@ -30,6 +30,7 @@ from audit_mcp.surfaces.channels import STATE_URIS, STEP_URIS, SessionChannels, 
 from audit_mcp.surfaces.completions import install_completions
 from audit_mcp.surfaces.operator_tools import register_operator_tools
 from audit_mcp.surfaces.roots import Registry
+from audit_mcp.usecases import packet_render
 from audit_mcp.usecases.service import AuditService, render_prompt
 from audit_mcp.usecases.workspace import Clock
 
@@ -101,11 +102,13 @@ def build_server(
     config_path: Path | None = None,
     clock: Clock | None = None,
     allowed_roots: Sequence[Path] = (),
+    store: str | None = None,
+    audit_name: str | None = None,
     **settings: Any,
 ) -> MCPServer:
     """The server for ``root`` (default: the working directory) and the ``allowed_roots``; a ``root`` argument
     naming any other folder is refused."""
-    registry = Registry(root, artifacts_dir, config_path, clock, allowed_roots)
+    registry = Registry(root, artifacts_dir, config_path, clock, allowed_roots, (store, audit_name))
     server = MCPServer("audit-mcp", version=__version__, instructions=INSTRUCTIONS, **settings)
     channels = SessionChannels()
     channels.install(server)
@@ -319,7 +322,7 @@ def build_server(
         service = _found(lambda: registry.for_run(run_id))
         if packet_id not in _found(lambda: service.packet_ids(run_id)):
             raise ResourceNotFoundError(f"run {run_id} has no packet {packet_id!r}; take its id from the dispatch plan")
-        return read_text(service.packet_prompt_path(run_id, packet_id), f"packet {packet_id} of run {run_id}")
+        return _found(lambda: packet_render.packet_prompt_text(service, run_id, packet_id))
 
     @server.resource("audit://report", mime_type="text/markdown", title="Audit report")
     def report() -> str:

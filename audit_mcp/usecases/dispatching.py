@@ -89,7 +89,8 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
                 tx.assign_cells(audit.audit_id, run_id, spec.packet_id, spec.plan.cells, now)
             for wave in range(1, len(plan_doc["waves"]) + 1):
                 prompts.write(ws.wave_path(run_id, wave), json.dumps(wave_doc(plan_doc, wave), indent=2) + "\n")
-        tx.lease_packets(run_id, plan_doc["lease_expires_at"])
+        if ws.store.dialect != "postgresql":  # a shared store leases each packet when a host claims it
+            tx.lease_packets(run_id, plan_doc["lease_expires_at"])
         units = {s.packet_id: len(s.plan.units) for s in specs}
         tx.put_run_context(
             run_id, {**context_for(run.state_key, run.limits, caps, run.settings, config).as_dict(), "units": units}

@@ -18,6 +18,7 @@ from audit_mcp.scheduling.failures import NOT_SUBMITTED, classify
 from audit_mcp.scheduling.pacing import run_outcome
 from audit_mcp.scheduling.worker_output import WorkerReport, describe
 from audit_mcp.store.records import FileRow
+from audit_mcp.usecases import claiming
 from audit_mcp.usecases.deferred import ingest_deferred
 from audit_mcp.usecases.inflight import in_flight, learn_measured_usage
 from audit_mcp.usecases.rates import learn_from_run
@@ -64,6 +65,11 @@ def merge_and_ingest(
             [(f"/failures/{i}/packet_id", f"packet {pid!r} is not in run {run_id}") for i, pid in unknown],
             f"Nothing changed. The packets of run {run_id} are {', '.join(packet_ids)}; report only those.",
         )
+    if claiming.shared(ws):
+        if (waiting := _wait_for_holders(ws, run_id, reported)) is not None:
+            return waiting
+        with ws.store.read() as tx:
+            reported = tx.reported_errors(run_id) | reported
     config = ws.config()
     now = ws.now()
     tell(progress, 1, 2, f"merging run {run_id} ({len(reported)} packet(s) reported failed)")
@@ -172,6 +178,50 @@ def merge_and_ingest(
         coverage=totals(counts),
         completeness=completeness(counts),
         next_action="Call next_step now: it hands out what is still open, or writes the report.",
+    )
+
+
+def _wait_for_holders(ws: Workspace, run_id: str, reported: dict[str, str]) -> MergeSummary | None:
+    """In a shared store a run is merged once every packet is in: before that, a host's merge records the
+    failures of the packets it holds (and no other host's) and says how many packets the run waits for."""
+    me = claiming.host_id(ws)
+    with ws.store.write() as tx:
+        run = tx.run(run_id, plan=False)
+        if run is None or run.state != "open":
+            return None
+        submitted = tx.submitted_packet_ids(run_id)
+        recorded = 0
+        for claim in tx.claims(run_id):
+            error = reported.get(claim.packet_id)
+            if error is not None and claim.packet_id not in submitted and claim.holder in (None, me):
+                tx.give_up_packet(claim.packet_id, error)
+                recorded += 1
+        waiting = [c.packet_id for c in tx.claims(run_id) if c.state == "issued" and c.packet_id not in submitted]
+        if not waiting:
+            return None
+        counts = tx.cell_counts(run.audit_id)
+        tx.log(
+            now=ws.now(),
+            audit_id=run.audit_id,
+            actor="host",
+            action="merge_and_ingest",
+            detail=f"run {run_id}: {recorded} failure(s) recorded by {me}; {len(waiting)} packet(s) still out",
+            outcome="waiting",
+        )
+    return MergeSummary(
+        run_id=run_id,
+        packets_merged=0,
+        packets_failed=recorded,
+        tasks_covered=0,
+        tasks_requeued=0,
+        tasks_failed=0,
+        requeued=[],
+        waiting_packets=len(waiting),
+        coverage=totals(counts),
+        completeness=completeness(counts),
+        next_action=f"Recorded {recorded} failure(s). Run {run_id} still has {len(waiting)} packet(s) held by "
+        "other hosts or waiting for a claim; it is merged once every packet is in. Call next_step now: it hands "
+        "this host more packets, or says to wait.",
     )
 
 

@@ -193,7 +193,11 @@ def _planner_state(
     runs = tx.runs(audit.audit_id, plan=False)
     open_run = next((r for r in runs if r.state == "open"), None)
     packets = tx.packets(open_run.run_id) if open_run else []
-    submitted = len(tx.submitted_packet_ids(open_run.run_id)) if open_run else 0
+    answered = tx.submitted_packet_ids(open_run.run_id) if open_run else set()
+    shared = ws.store.dialect == "postgresql"
+    if shared:  # a packet its holder reported failed is answered too; lapsed claims go back to the queue
+        answered |= {p.packet_id for p in packets if p.state == "failed"}
+    submitted = len(answered)
     return PlannerState(
         has_audit=True,
         # With nothing in scope there is nothing to plan: the matrix is empty by design.
@@ -208,7 +212,7 @@ def _planner_state(
         max_runs=config.max_runs,
         host_can_dispatch=caps.can_dispatch_subagents,
         synthesized=audit.synthesized_at is not None,
-        open_run_expired=len(tx.expired_packet_ids(open_run.run_id, ws.now())) if open_run else 0,
+        open_run_expired=len(tx.expired_packet_ids(open_run.run_id, ws.now())) if open_run and not shared else 0,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from audit_mcp.core.errors import ConfigError, NotFoundError
 from audit_mcp.core.text import id_problem
 from audit_mcp.engine.plan_pages import plan_page, wave_doc
+from audit_mcp.usecases import packet_render
 from audit_mcp.usecases.workspace import Workspace
 
 
@@ -20,6 +21,8 @@ def plan_view(
     if problem := id_problem("run_id", run_id):
         raise ConfigError(problem)
     path = ws.plan_path(run_id)
+    if "/" not in run_id and not path.is_file():
+        packet_render.plan_file(ws, run_id)  # another host dispatched it: this host's copy, from the store
     if "/" in run_id or not path.is_file():
         raise NotFoundError(
             f"run {run_id!r} has no dispatch plan in {ws.artifacts_dir}; take the run id from the current step "

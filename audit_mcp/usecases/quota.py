@@ -119,7 +119,7 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
             "half_life_hours": pacing.half_life.total_seconds() / 3600,
             "rate_limited_failures": sum(1 for f in failures if f["kind"] == "rate_limited"),
         },
-        learned_state_path=str(ws.learned.path),
+        learned_state_path=ws.learned.location,
         host_max_active_subagents=caps.max_active_subagents,
         schedule={
             "pending_cells": run.pending_cells if run is not None else 0,

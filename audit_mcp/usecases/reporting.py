@@ -139,10 +139,7 @@ def synthesize(ws: Workspace) -> None:
             requeued = drift.apply(tx, audit.audit_id, config, changed, ws.now())
         if requeued:
             return  # the changed files go back to review before any report is written
-    report = build_report_input(ws, final=True)
-    write_atomic(ws.report_md_path, render_markdown(report))
-    write_atomic(ws.report_json_path, json.dumps(render_json(report), indent=2) + "\n")
-    write_atomic(ws.report_sarif_path, json.dumps(render_sarif(report), indent=2) + "\n")
+    report = write_report_files(ws, final=True)
     now = ws.now()
     with ws.store.write() as tx:
         audit = ws.require_audit(tx)
@@ -155,6 +152,15 @@ def synthesize(ws: Workspace) -> None:
             detail=f"{len(report.synthesis.findings)} finding(s), completeness {report.completeness}",
             outcome="ok",
         )
+
+
+def write_report_files(ws: Workspace, *, final: bool = False) -> ReportInput:
+    """The report in every format, from the store, written to this host's artifacts directory."""
+    report = build_report_input(ws, final=final)
+    write_atomic(ws.report_md_path, render_markdown(report))
+    write_atomic(ws.report_json_path, json.dumps(render_json(report), indent=2) + "\n")
+    write_atomic(ws.report_sarif_path, json.dumps(render_sarif(report), indent=2) + "\n")
+    return report
 
 
 def report(ws: Workspace, fmt: str = "md") -> str:

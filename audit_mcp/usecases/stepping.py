@@ -12,6 +12,7 @@ from audit_mcp.engine.steps import StepContext, render_step
 from audit_mcp.scheduling.limits import waves_for
 from audit_mcp.scheduling.pacing import iso, schedule_view
 from audit_mcp.store.tx import Tx
+from audit_mcp.usecases import claiming, reporting, snapshot
 from audit_mcp.usecases.forecasting import plan_next_run
 from audit_mcp.usecases.handoff import update_handoff
 from audit_mcp.usecases.inflight import InFlight, in_flight
@@ -36,6 +37,14 @@ def agent_step(
     ws: Workspace, decision: Decision, caps: HostCapabilities, state: PlannerState, config: SessionConfig
 ) -> StepContext:
     """The context of the Step for an obligation the agent serves (or a blocker)."""
+    holding = None
+    if decision.obligation is Obligation.REVIEW and state.open_run_id and claiming.shared(ws):
+        with ws.store.read() as tx:
+            kind = run.kind if (run := tx.run(state.open_run_id, plan=False)) else "dispatch"
+            audit = tx.current_audit()
+        if audit is not None and (differs := snapshot.difference(ws, audit)) is not None:
+            return blocked(ws, differs, caps)
+        holding = claiming.take(ws, state.open_run_id, 1 if kind == "single" else caps.max_active_subagents)
     ctx = StepContext(
         kind="blocked",
         status="blocked",
@@ -67,6 +76,15 @@ def agent_step(
             ctx.plan_path = ws.plan_path(run.run_id)
             ctx.outstanding = [p for p in run.plan["packets"] if p["packet_id"] not in submitted]
             ctx.submitted = sorted(submitted)
+            if holding is not None:  # a shared run: only the packets this host holds, with prompts it rendered
+                mine = set(holding.mine)
+                ctx.outstanding = [
+                    p | {"prompt_path": str(ws.packet_prompt_path(run.run_id, p["packet_id"]))}
+                    for p in ctx.outstanding
+                    if p["packet_id"] in mine
+                ]
+                if not ctx.outstanding:
+                    ctx.kind, ctx.reason, ctx.retry_after_seconds = _wait(ws, run.run_id, holding)
             # The scheduler's width, never the host's bare cap: the limits or a learned cap may be tighter.
             mode = (run.plan.get("schedule") or {}).get("dispatch_mode") or caps.dispatch_mode
             ctx.waves = waves_for(len(ctx.outstanding), run.plan.get("wave_size") or caps.max_active_subagents, mode)
@@ -76,6 +94,8 @@ def agent_step(
         elif decision.obligation is Obligation.PRESENT_REPORT:
             ctx.kind, ctx.status = "present_report", "complete"
             ctx.report_path = ws.report_md_path
+    if ctx.kind == "present_report" and not ws.report_md_path.is_file():
+        reporting.write_report_files(ws, final=True)  # another host synthesized the shared audit: this copy
     return ctx
 
 
@@ -93,6 +113,19 @@ def _live(ws: Workspace, tx: Tx, ctx: StepContext, flight: InFlight, audit_id: i
     waiting = max(filter(None, (cooldown(ws, tx, audit_id), iso(live.schedule.cooldown_until))), default=None)
     view = schedule_view(live.schedule, planned.get("state_key") or flight.context.key)
     ctx.plan = {**ctx.plan, "cooldown_until": waiting, "wave_size": live.width, "schedule": {**planned, **view}}
+
+
+def _wait(ws: Workspace, run_id: str, holding: claiming.Holding) -> tuple[str, str, float]:
+    """A host with nothing to claim while other hosts still hold packets of the run waits for them."""
+    held = ", ".join(f"{host}: {n}" for host, n in sorted(holding.others.items()))
+    lapse = f"; the earliest claim lapses at {holding.earliest_lapse}" if holding.earliest_lapse else ""
+    retry = 10.0
+    reason = (
+        f"every open packet of run {run_id} is held by another host ({held}){lapse}. This host has no packet to "
+        f"review now. Wait {retry:g} seconds, then call next_step: it hands this host packets whose claims "
+        "lapse, and merges the run and dispatches the next one once every packet is in"
+    )
+    return "wait", reason, retry
 
 
 def write_step(ws: Workspace, ctx: StepContext) -> Step:

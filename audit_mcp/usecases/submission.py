@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import timedelta
 from typing import Any
 
 from audit_mcp.core.models import Problem, Receipt
@@ -11,8 +12,9 @@ from audit_mcp.core.text import capped, clean_text, id_problem
 from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json, value_problems
 from audit_mcp.engine.validation import PacketValidator
 from audit_mcp.scheduling.leases import superseded_message
+from audit_mcp.usecases import claiming
 from audit_mcp.usecases.inflight import learn_from_usage
-from audit_mcp.usecases.workspace import Workspace
+from audit_mcp.usecases.workspace import Workspace, iso
 
 
 def _refuse(run_id: str, packet_id: str, location: str, message: str) -> Receipt:
@@ -147,6 +149,13 @@ def submit_packet(
                     "/run_id",
                     f"run {run_id} was merged while this submission was checked; call next_step",
                 )
+            if claiming.shared(ws):
+                me = claiming.host_id(ws)
+                claim = tx.claim_of(packet_id, lock=True)  # no other host takes it until this commits
+                if claim is not None and claim.holder not in (None, me):
+                    return _refuse(run_id, packet_id, "/packet_id", claiming.holder_message(claim, me))
+                lease = ws.config().shared.claim_lease_seconds
+                tx.renew_claims(run_id, me, iso(ws.clock() + timedelta(seconds=lease)))
             current = tx.submission(packet_id)
             # The same submission may have committed while this one was checked: then it is one submission.
             duplicate = current is not None and current[0] == digest

@@ -5,6 +5,7 @@ Every use case takes a ``Workspace``; the facade (``AuditService``) is one.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,9 +17,12 @@ from audit_mcp.core.config import SessionConfig, load_config
 from audit_mcp.core.errors import ConfigError, NotFoundError, PathError
 from audit_mcp.core.fs import resolve_inside, write_atomic
 from audit_mcp.scheduling.learned import LearnedStore
+from audit_mcp.store.backends import Store, open_store, shared_documents
+from audit_mcp.store.identity import store_kind
 from audit_mcp.store.records import AuditRow, RunRow
-from audit_mcp.store.sqlite import DB_FILENAME, Store
+from audit_mcp.store.sqlite import DB_FILENAME
 from audit_mcp.store.tx import Tx
+from audit_mcp.usecases.identity import repo_identity
 
 if TYPE_CHECKING:
     import httpx  # imported where a probe is made, never at start
@@ -33,6 +37,22 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def store_settings(
+    root: Path, config_path: Path | None, store: str | None, audit_name: str | None
+) -> tuple[str | None, str | None]:
+    """The store URL and audit name: the argument, else the environment, else the user's own config."""
+    store = store or os.environ.get("AUDIT_MCP_STORE", "").strip() or None
+    audit_name = audit_name or os.environ.get("AUDIT_MCP_AUDIT_NAME", "").strip() or None
+    if store is None or audit_name is None:
+        try:
+            config = load_config(root, config_path)
+        except ConfigError:
+            config = None  # next_step reports the broken config as its blocked step
+        if config is not None:
+            store, audit_name = store or config.store, audit_name or config.audit_name
+    return store, audit_name
+
+
 class Workspace:
     """A repository root and everything the audit keeps about it."""
 
@@ -44,6 +64,8 @@ class Workspace:
         config_path: Path | None = None,
         clock: Clock | None = None,
         learned: LearnedStore | None = None,
+        store: str | None = None,
+        audit_name: str | None = None,
     ) -> None:
         self.root = Path(root).expanduser().resolve()
         if not self.root.is_dir():
@@ -57,9 +79,10 @@ class Workspace:
         self._clock: Clock = clock or (lambda: datetime.now(UTC))
         # The artifacts directory and its database are created by the first use that writes state, so
         # looking at a folder never audited (status, quota, report) leaves nothing behind in it.
+        self.store_url, self._audit_name = store_settings(self.root, config_path, store, audit_name)
         self._store: Store | None = None
         self._store_lock = threading.Lock()
-        self.learned = learned or LearnedStore()
+        self.learned = learned or self._learned_store()
         self.probe_transport: httpx.BaseTransport | None = None  # a seam for tests of the provider probe
 
     @property
@@ -71,12 +94,15 @@ class Workspace:
                 ignore = self.artifacts_dir / ".gitignore"
                 if not ignore.exists():
                     write_atomic(ignore, "# audit-mcp's working files; never audited, never committed.\n*\n")
-                self._store = Store(self.artifacts_dir)
+                self._store = open_store(
+                    self.store_url, self.artifacts_dir, lambda: repo_identity(self.root, self._audit_name)
+                )
             return self._store
 
     def has_state(self) -> bool:
         """Whether this artifacts directory holds an audit database already."""
-        return self._store is not None or (self.artifacts_dir / DB_FILENAME).is_file()
+        shared = store_kind(self.store_url) == "postgresql"  # a shared store holds it, whoever started it
+        return self._store is not None or shared or (self.artifacts_dir / DB_FILENAME).is_file()
 
     @contextmanager
     def store_if_any(self) -> Iterator[Tx | None]:
@@ -86,6 +112,21 @@ class Workspace:
             return
         with self.store.read() as tx:
             yield tx
+
+    def _learned_store(self) -> LearnedStore:
+        """The user's learned state, or the shared store's when the user's config shares it (``[shared]
+        learned``, or ``AUDIT_MCP_SHARE_LEARNED``): the limit belongs to the API key the fleet shares."""
+        if store_kind(self.store_url) != "postgresql":
+            return LearnedStore()  # (without opening the store: SQLite's is created on first use)
+        documents = shared_documents(self.store)
+        if documents is not None:
+            try:
+                share = self.config().shared.learned
+            except ConfigError:
+                share = False  # next_step reports the broken config as its blocked step
+            if share:
+                return LearnedStore(documents=documents)
+        return LearnedStore()
 
     def now(self) -> str:
         return iso(self._clock())

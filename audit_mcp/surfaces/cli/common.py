@@ -45,6 +45,17 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         "--artifacts-dir", type=Path, default=None, help="where state and reports live (default: <root>/.audit-mcp)"
     )
     parser.add_argument("--config", type=Path, default=None, help="session config (default: <root>/.audit-mcp.toml)")
+    parser.add_argument(
+        "--store",
+        default=None,
+        help="where state lives: 'sqlite' (default, in the artifacts directory) or a postgresql:// URL shared by "
+        "hosts (default: AUDIT_MCP_STORE, else your config's store key)",
+    )
+    parser.add_argument(
+        "--audit-name",
+        default=None,
+        help="in a shared store, the audit this checkout joins (default: the repository's first commit and origin)",
+    )
 
 
 def verb(
@@ -62,7 +73,13 @@ def verb(
 
 
 def service_for(args: argparse.Namespace) -> AuditService:
-    return AuditService(args.root or Path.cwd(), args.artifacts_dir, config_path=args.config)
+    return AuditService(
+        args.root or Path.cwd(),
+        args.artifacts_dir,
+        config_path=args.config,
+        store=args.store,
+        audit_name=args.audit_name,
+    )
 
 
 MAX_INPUT_BYTES = 4 * MAX_PAYLOAD_CHARS

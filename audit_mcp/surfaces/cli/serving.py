@@ -83,7 +83,14 @@ def _serve(args: argparse.Namespace) -> int:
     from audit_mcp.surfaces.server import build_server
 
     root = (args.root or Path.cwd()).resolve()
-    server = build_server(root, args.artifacts_dir, config_path=args.config, allowed_roots=args.allow_root)
+    server = build_server(
+        root,
+        args.artifacts_dir,
+        config_path=args.config,
+        allowed_roots=args.allow_root,
+        store=args.store,
+        audit_name=args.audit_name,
+    )
     if not args.http:
         server.run()
         return EXIT_OK

@@ -1,0 +1,174 @@
+"""The store's queries and transactions behave the same on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from audit_mcp.core.errors import ConfigError
+from audit_mcp.store.backends import Store, open_store
+from audit_mcp.store.dialect import to_postgres
+from audit_mcp.store.identity import RepoIdentity, redact, store_kind
+from audit_mcp.store.records import Cell, FileRow, Matrix, PacketRow, RunRow, Verdict
+from audit_mcp.usecases.identity import normalize_remote
+from audit_mcp.usecases.service import AuditService
+
+NOW = "2026-01-02T03:04:05Z"
+IDENTITY = RepoIdentity("name:backend-test", "audit name 'backend-test'")
+
+
+@pytest.fixture
+def store(store_url: str, tmp_path: Path) -> Store:
+    opened = open_store(None if store_url == "sqlite" else store_url, tmp_path / "artifacts", lambda: IDENTITY)
+    yield opened  # type: ignore[misc]
+    opened.close()
+
+
+def _audit(store: Store) -> int:
+    with store.write() as tx:
+        audit_id = tx.create_audit(now=NOW, root="/r", git_head="abc", git_dirty=False, digest="d", lenses=["security"])
+        tx.insert_files(
+            audit_id,
+            [
+                FileRow("a.py", "python", 10, 3, "h1", "review", None, "source"),
+                FileRow("b.py", "python", 20, 6, "h2", "review", None, "source"),
+                FileRow("big.bin", "binary", 9_000_000_000, 0, "h3", "skipped", "binary; 100% not text", "data"),
+            ],
+        )
+        tx.insert_edges(audit_id, [("a.py", "b.py")])
+    return audit_id
+
+
+def test_audits_files_and_edges_round_trip(store: Store) -> None:
+    first = _audit(store)
+    second = _audit(store)
+    with store.read() as tx:
+        assert tx.audit_ids() == [first, second] and second > first
+        current = tx.current_audit()
+        assert current is not None and current.audit_id == second and current.lenses == ["security"]
+        assert tx.file(first, "big.bin") == FileRow(
+            "big.bin", "binary", 9_000_000_000, 0, "h3", "skipped", "binary; 100% not text", "data"
+        )  # 64-bit sizes and a literal '%' survive
+        assert [f.path for f in tx.files(first)] == ["a.py", "b.py", "big.bin"]
+        assert tx.file_counts(first) == {"review": 2, "skipped": 1}
+        assert tx.edges(first) == [("a.py", "b.py")]
+        assert tx.previous_audit_id(second) == first
+
+
+def test_the_matrix_is_numbered_and_cells_answer_queries_alike(store: Store) -> None:
+    audit_id = _audit(store)
+    matrix = Matrix(
+        units=[("a.py", 1, 3, "h1", 0), ("b.py", 1, 6, "h2", 1)], lens_sets=[["security"], ["security", "correctness"]]
+    )
+    with store.write() as tx:
+        assert tx.insert_matrix(audit_id, matrix, NOW) == 3
+    with store.write() as tx:
+        cells = tx.cells(audit_id)
+        assert [(c.task_id, c.path, c.lens) for c in cells] == [
+            ("T00001", "a.py", "security"),
+            ("T00003", "b.py", "correctness"),
+            ("T00002", "b.py", "security"),
+        ]
+        assert tx.max_task_number(audit_id) == 3
+        assert tx.task_ids_starting(audit_id, "T0000", 2) == ["T00001", "T00002"]
+        tx.assign_cells(audit_id, "A1-R1", "A1-R1-P01", [cells[0]], NOW)
+        tx.update_cell(audit_id, "T00002", state="reviewed", now=NOW, attempts=1, run_id="A1-R1", packet_id="A1-R1-P01")
+    with store.read() as tx:
+        assert tx.cell_counts(audit_id) == {"assigned": 1, "pending": 1, "reviewed": 1}
+        assert tx.cell_counts_by_lens(audit_id)["security"] == {"assigned": 1, "reviewed": 1}
+        assert [c.task_id for c in tx.iter_cells(audit_id, "pending")] == ["T00003"]
+        assert tx.cells_by_id(audit_id, ["T00002"])["T00002"].attempts == 1
+        assert tx.assigned_packets(audit_id, ["T00001", "T00002"]) == ["A1-R1-P01"]
+
+
+def test_runs_packets_submissions_findings_verdicts_ledger_and_requeues(store: Store) -> None:
+    audit_id = _audit(store)
+    with store.write() as tx:
+        tx.insert_cells(
+            audit_id, [Cell("T00001", "a.py", 1, 3, "security", "assigned", 0, "A1-R1", "A1-R1-P01", None, "h1")], NOW
+        )
+        tx.insert_run(RunRow("A1-R1", audit_id, 1, "dispatch", "open", NOW, None, 2, {"waves": [[1]]}))
+        tx.insert_packet(
+            audit_id, PacketRow("A1-R1-P01", "A1-R1", 1, "issued", 900, "standard", "why", "/p.md"), ["T00001"]
+        )
+        tx.lease_packets("A1-R1", "2026-01-02T05:00:00Z")
+        tx.put_submission("A1-R1-P01", "A1-R1", "dig", {"results": [1]}, NOW)
+        tx.put_submission("A1-R1-P01", "A1-R1", "dig2", {"results": [2]}, NOW, origin="file")  # replaces
+        tx.insert_finding(audit_id, "A1-R1", "A1-R1-P01", "T00001", "security", {"title": "t"})
+        tx.insert_failure(audit_id, "A1-R1", "A1-R1-P01", "timeout", "slow", NOW)
+        tx.insert_verdict(audit_id, Verdict("L001", "confirmed", "seen", "A1-R1-P01", "T00001"))
+        tx.insert_verdict(audit_id, Verdict("L001", "refuted", "not so", "A1-R1-P01", "T00001"))  # upsert
+        tx.log(now=NOW, audit_id=audit_id, actor="engine", action="dispatch", detail="50% done", outcome="ok")
+        tx.add_requeue(audit_id, ["T00001"], "look again", "person", NOW)
+    with store.read() as tx:
+        run = tx.run("A1-R1")
+        assert run is not None and run.plan == {"waves": [[1]]} and tx.run("A1-R1", plan=False).plan == {}  # type: ignore[union-attr]
+        assert tx.submission("A1-R1-P01") == ("dig2", {"results": [2]})
+        assert tx.submission_record("A1-R1-P01") == {"accepted_at": NOW, "origin": "file", "digest": "dig2"}
+        assert tx.expired_packet_ids("A1-R1", "2026-01-02T06:00:00Z") == []  # submitted
+        assert tx.packet_task_ids("A1-R1-P01") == ["T00001"]
+        assert [f["title"] for f in tx.findings(audit_id)] == ["t"]
+        assert tx.failures(audit_id)[0]["kind"] == "timeout"
+        assert tx.verdicts(audit_id) == [Verdict("L001", "refuted", "not so", "A1-R1-P01", "T00001")]
+        assert tx.ledger(audit_id)[0]["detail"] == "50% done"
+        assert tx.open_requeues(audit_id, ["T00001"]) == {"T00001": ["look again"]}
+
+
+def test_a_failed_write_leaves_nothing_and_a_read_sees_one_snapshot(store: Store) -> None:
+    audit_id = _audit(store)
+    with pytest.raises(RuntimeError), store.write() as tx:
+        tx.set_blocker(audit_id, "half-done")
+        raise RuntimeError("crash inside the transaction")
+    with store.read() as tx:
+        current = tx.current_audit()
+        assert current is not None and current.blocker is None
+        with store.write() as writer:
+            writer.set_blocker(audit_id, "later")
+        again = tx.current_audit()
+        assert again is not None and again.blocker is None  # the snapshot does not move
+    assert "0008_requeues_and_abandon" in store.applied_migrations()
+
+
+def test_sql_is_translated_for_postgres_outside_quotes_only() -> None:
+    assert to_postgres("SELECT * FROM t WHERE a = ? AND b LIKE 'x%?'", parameters=True) == (
+        "SELECT * FROM t WHERE a = %s AND b LIKE 'x%%?'"
+    )
+    assert to_postgres("SELECT '100%'", parameters=False) == "SELECT '100%'"
+    assert to_postgres(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, s TEXT DEFAULT 'INTEGER')", parameters=False
+    ) == ("CREATE TABLE t (id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, n BIGINT, s TEXT DEFAULT 'INTEGER')")
+
+
+def test_store_urls_and_identities() -> None:
+    assert store_kind(None) == store_kind("sqlite") == "sqlite"
+    assert store_kind("postgresql://u@h/db") == store_kind("postgres://h/db") == "postgresql"
+    with pytest.raises(ConfigError, match="unknown store 'mysql://u@h/db'"):
+        store_kind("mysql://u:secret@h/db")
+    assert redact("postgresql://u:secret@h:5432/db") == "postgresql://u@h:5432/db"
+    assert normalize_remote("git@github.com:Org/Repo.git") == normalize_remote("https://tok:x@GitHub.com/Org/Repo/")
+    assert normalize_remote("ssh://git@github.com/Org/Repo.git") == "github.com/Org/Repo"
+
+
+def test_store_verbs_init_migrate_and_status_on_either_backend(
+    repo: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from audit_mcp.surfaces.cli import main
+
+    assert main(["store", "status", "--root", str(repo)]) == 0
+    before = json.loads(capsys.readouterr().out)
+    assert before["migrations_applied"] == [] and before["migrations_pending"][0] == "0001_initial"
+    assert not (repo / ".audit-mcp" / "audit.sqlite3").exists()  # status changes nothing
+    assert main(["store", "init", "--root", str(repo)]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert made["migrations_pending"] == [] and made["applied_now"] == made["migrations_applied"]
+    assert made["backend"] == ("sqlite" if store_url == "sqlite" else "postgresql")
+    assert main(["store", "migrate", "--root", str(repo)]) == 0
+    assert json.loads(capsys.readouterr().out)["applied_now"] == []
+    AuditService(repo).next_step({"can_dispatch_subagents": True})
+    assert main(["store", "status", "--root", str(repo)]) == 0
+    after = json.loads(capsys.readouterr().out)
+    assert after["audits"] == [1]
+    if store_url != "sqlite":
+        assert [r["label"] for r in after["repositories"]] == [after["repository"]]
