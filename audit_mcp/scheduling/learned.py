@@ -71,6 +71,12 @@ class LearnedDoc(BaseModel):
     window_at: AwareDatetime | None = None
     calibration_input: Annotated[float, _finite(0, 10**15)] = 0.0
     calibration_tokens: Annotated[float, _finite(0, 10**12)] = 0.0
+    window_input: Annotated[float, _finite(0, 10**15)] = 0.0
+    window_seconds: Annotated[float, _finite(0, 10**12)] = 0.0
+    inferred_limits: dict[Annotated[str, Field(max_length=64)], Annotated[int, Field(gt=0, le=MAX_QUOTED_LIMIT)]] = (
+        Field(default_factory=dict, max_length=16)
+    )
+    inferred_at: AwareDatetime | None = None
 
     @model_validator(mode="after")
     def _times_in_range(self) -> LearnedDoc:

@@ -98,8 +98,9 @@ def learn_usage(
         state = replace(state, last_429_at=now)
     if stale:  # it ran at the width before the last decrease: it says nothing about the width now
         return state
-    state = _windowed(state, now, calls, limited)
+    state = _windowed(state, now, calls, limited, float(usage.get("input_tokens") or 0.0), seconds)
     if state.window_limited >= MIN_THROTTLED and state.window_limited >= THROTTLED_SHARE * state.window_calls:
+        state = _inferred(state, ctx, now)
         # In slow start the last step doubled the width, so the one before it is the one known to hold.
         slow = state.cap is not None and state.threshold is None
         return _decreased(state, ctx, now, FAILURE_DECREASE if slow else ABSORBED_DECREASE)
@@ -197,16 +198,37 @@ def _ewma(old: float | None, new: float | None) -> float | None:
     return float(new) if old is None else old + PACKET_WEIGHT * (float(new) - old)
 
 
-def _windowed(state: Learned, now: datetime, calls: float, limited: float) -> Learned:
+def _windowed(state: Learned, now: datetime, calls: float, limited: float, charged: float, seconds: float) -> Learned:
     keep = 1.0
     if state.window_at is not None:
         elapsed = max(0.0, (now - state.window_at).total_seconds())
         keep = 0.5 ** (elapsed / WINDOW_HALF_LIFE.total_seconds())
+    timed = charged > 0 and seconds > 0  # only runs that say both how much and how long measure a draw
     return replace(
         state,
         window_calls=state.window_calls * keep + calls,
         window_limited=state.window_limited * keep + limited,
+        window_input=state.window_input * keep + (charged if timed else 0.0),
+        window_seconds=state.window_seconds * keep + (seconds if timed else 0.0),
         window_at=now,
+    )
+
+
+def _inferred(state: Learned, ctx: Context, now: datetime) -> Learned:
+    """The input limit a throttled window shows, where a configured limit says the runs should fit: while the
+    bucket refuses calls it delivers at most its refill, shared among the runs in flight, so the width in use
+    times what each run drew per second is what the key really gets. It lowers the configured limit (a
+    ceiling, never raised) and any earlier inference; 429s the host's retries absorbed never quote the
+    limit, and this is what they say. With no limit configured the learned cap narrows instead, and a limit
+    the provider itself gave (high confidence) is the truth."""
+    if state.window_seconds <= 0 or state.window_input <= 0:
+        return state
+    current = ctx.limits.limits["input_tokens_per_minute"]
+    per_minute = int(max(1, ctx.in_use) * state.window_input / state.window_seconds * 60)
+    if current.confidence != "medium" or per_minute >= current.value:
+        return state
+    return replace(
+        state, inferred_limits={**state.inferred_limits, "input_tokens_per_minute": per_minute}, inferred_at=now
     )
 
 

@@ -59,6 +59,13 @@ class Learned:
     # Charged input tokens and packet tokens of recent runs, decayed per run: the input ratio is their quotient.
     calibration_input: float = 0.0
     calibration_tokens: float = 0.0
+    # Charged input tokens and seconds the same usage reported, decayed alongside the calls.
+    window_input: float = 0.0
+    window_seconds: float = 0.0
+    # Per-minute limits inferred from throttled usage (the width in use times what each run drew while the
+    # bucket refused calls): a bucket that throttles runs delivers its refill, so that is the limit. Lower only.
+    inferred_limits: dict[str, int] = field(default_factory=dict)
+    inferred_at: datetime | None = None
 
     @property
     def known(self) -> bool:
@@ -128,13 +135,21 @@ def draws(key: str, tokens: Sequence[float], learned: Learned, provider: str) ->
 
 
 def with_observed(limits: ResolvedLimits, learned: Learned) -> ResolvedLimits:
-    """Limits read from the provider's own rate-limit headers win, at high confidence."""
-    if not learned.observed_limits:
+    """Limits read from the provider's own rate-limit headers win, at high confidence. A limit inferred from
+    throttled usage lowers a configured one (a ceiling, never raised): throttling below it shows the key
+    gets less than the configuration says."""
+    if not learned.observed_limits and not learned.inferred_limits:
         return limits
     merged = dict(limits.limits)
-    at = learned.observed_at
-    seen = at.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z") if at else "earlier"
+    for key, value in learned.inferred_limits.items():
+        old = merged.get(key)
+        if old is not None and value > 0 and old.confidence == "medium" and value < old.value:
+            merged[key] = Limit(value, f"inferred from throttled runs at {_stamp(learned.inferred_at)}", "medium")
     for key, value in learned.observed_limits.items():
         if key in merged and value > 0:
-            merged[key] = Limit(value, f"rate-limit headers seen {seen}", "high")
+            merged[key] = Limit(value, f"rate-limit headers seen {_stamp(learned.observed_at)}", "high")
     return ResolvedLimits(limits.provider, limits.model, merged)
+
+
+def _stamp(at: datetime | None) -> str:
+    return at.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z") if at else "earlier"

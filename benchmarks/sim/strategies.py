@@ -14,7 +14,10 @@ depend only on the seed and its contents, so equal packings give equal packets.
   budget without rate-limit knowledge (kept within what the true input bucket admits at all, so that it
   finishes: see ``naive_budget``), in packing order.
 - ``fixed(w)``: a fixed width ``w``, the host's own way, longest packets first, packed as the oracle packs;
-  ``best_fixed`` is the best of them for the scenario, chosen in hindsight.
+  ``best_fixed`` is the best of them for the scenario, chosen in hindsight. ``best_fixed_ceiling`` is the
+  same search for an operator who must also obey the limits the scenario configures (``half``): its
+  provider refuses what exceeds the lower of the true and the configured limits, and it packs for those.
+  Everywhere else no configured limit is below the truth, and it is ``best_fixed``.
 """
 
 from __future__ import annotations
@@ -161,10 +164,20 @@ def true_profile(packets: list[Packet]) -> Learned:
     )
 
 
-def oracle_budget(sc: Scenario, files: list[tuple[str, int]]) -> int:
-    """The budget the scheduler's formulas give from the true limits and the true run profile of the packets
-    they pack (the profile depends on the packing: two rounds from the default packing settle it)."""
-    limits = sim_limits(TIERS[sc.tier], "high", sc.accounting)
+def ceiling_of(sc: Scenario) -> tuple[int, int, int]:
+    """What an operator may draw: the true limits, or the configured ones where they are lower (``half``)."""
+    told = told_limits(sc) if sc.limits in ("half", "double") else None
+    keys = ("requests_per_minute", "input_tokens_per_minute", "output_tokens_per_minute")
+    truth = TIERS[sc.tier]
+    if told is None:
+        return truth
+    return tuple(min(t, told.value(k)) for t, k in zip(truth, keys, strict=True))  # type: ignore[return-value]
+
+
+def oracle_budget(sc: Scenario, files: list[tuple[str, int]], limits_of: tuple[int, int, int] | None = None) -> int:
+    """The budget the scheduler's formulas give from the true limits (or ``limits_of``) and the true run profile
+    of the packets they pack (the profile depends on the packing: two rounds from the default packing settle it)."""
+    limits = sim_limits(limits_of or TIERS[sc.tier], "high", sc.accounting)
     budget = naive_budget(sc)
     for _ in range(2):
         budget = packet_token_budget(limits, true_profile(packets_of(sc, files, budget, 0)), MAX_PACKET_TOKENS, sc.cap)
@@ -398,8 +411,8 @@ def _file(piece: tuple[str, int]) -> str:
     return piece[0].split(".")[0]
 
 
-def provider_for(sc: Scenario) -> Provider:
-    return Provider(TIERS[sc.tier], max_tokens_of(sc), sc.noise, random.Random(f"provider:{sc.seed}"))
+def provider_for(sc: Scenario, limits_of: tuple[int, int, int] | None = None) -> Provider:
+    return Provider(limits_of or TIERS[sc.tier], max_tokens_of(sc), sc.noise, random.Random(f"provider:{sc.seed}"))
 
 
 def simulate(sc: Scenario, strategy: str, *, warm: bool = False) -> Outcome:
@@ -439,9 +452,11 @@ def _finished(result: tuple[Outcome, float] | None) -> tuple[Outcome, float]:
     return result
 
 
-def best_fixed(sc: Scenario, guess: int | None = None) -> tuple[Outcome, int]:
+def best_fixed(sc: Scenario, guess: int | None = None, *, ceiling: bool = False) -> tuple[Outcome, int]:
     """The best fixed width for the scenario in hindsight (every width from 1 to the host's, at most 16): the
-    fewest files left unreviewed, then the shortest makespan.
+    fewest files left unreviewed, then the shortest makespan. With ``ceiling``, for an operator who obeys the
+    configured limits too: the provider refuses what exceeds ``ceiling_of(sc)``, and the packets are packed
+    for it (the lower bound stays the true limits', as every strategy's does).
 
     ``guess`` (e.g. the oracle's width) is tried first. Every other width is followed only while it can still
     win: a width is abandoned once its clock passes the best makespan found (when that one reviewed every
@@ -449,7 +464,8 @@ def best_fixed(sc: Scenario, guess: int | None = None) -> tuple[Outcome, int]:
     above the best, it is not tried at all.
     """
     files = code_of(sc)
-    budget = oracle_budget(sc, files)
+    limits_of = ceiling_of(sc) if ceiling else None
+    budget = oracle_budget(sc, files, limits_of)
     total = sum(p.duration for p in packets_of(sc, files, budget, 0))
     widest = min(sc.cap, 16)
     first = max(1, min(widest, guess or widest))
@@ -462,7 +478,7 @@ def best_fixed(sc: Scenario, guess: int | None = None) -> tuple[Outcome, int]:
             sc,
             FixedWidth(sc, width, budget, longest_first=True),
             files,
-            provider_for(sc),
+            provider_for(sc, limits_of),
             deadline=best[0].makespan if clean and best is not None else float("inf"),
             give_up_aborts=clean,
         )
