@@ -46,7 +46,8 @@ from audit_mcp.scheduling.profile import (
 )
 
 # A cached run reads its packet early: its input draw peaks at about this multiple of its mean. Rolling hosts
-# start runs at different times, so the peaks spread out; a whole wave starts at once, so they add up.
+# start runs at different times, so the peaks spread out; a whole wave starts at once, so they add up, and
+# the bucket's burst is what absorbs them.
 WHOLE_WAVE_INPUT_PEAK = 1.5
 PACING_UTILISATION = 0.9  # launch pacing keeps each bucket's draw a little under its refill
 SLOW_START_WIDTH = 2  # the first wave's width when nothing at all is known about the model's limits
@@ -100,17 +101,23 @@ def physical_cap(
 ) -> tuple[int, str]:
     """The widest wave the limits sustain, and which constraint set it.
 
-    On a whole-wave host every run of a wave reads its packet at the same time, so a cached run's input draw
-    (charged as it reads) counts at its peak (``WHOLE_WAVE_INPUT_PEAK``) rather than its mean; an uncached
+    On a whole-wave host every run of a wave reads its packet at the same time: a cached run's input (charged
+    as it reads) is drawn at ``WHOLE_WAVE_INPUT_PEAK`` times its mean rate, early, so the wave's draw must fit
+    the bucket's burst plus its refill over that reading time, not only the refill over the run. An uncached
     run re-sends its whole context on every call and draws evenly.
     """
     seconds, ratio, _out, _calls = run_profile(learned, limits.provider)
     bounds = {"host": min(host_cap, MAX_WAVE_WIDTH)}
     for key, rate in binding_rates(limits).items():
         per_run = draws(key, [mean_tokens], learned, limits.provider)[0]
-        if host_kind == "whole_wave" and key == "input_tokens_per_minute" and ratio < CACHED_RATIO:
-            per_run *= WHOLE_WAVE_INPUT_PEAK
+        # Pacing holds the mean draw under the refill, so the width may round to the nearest run.
         bounds[key] = math.floor(profile.TARGET_UTILISATION * rate * seconds / per_run + 0.5)
+        if host_kind == "whole_wave" and key == "input_tokens_per_minute" and ratio < CACHED_RATIO:
+            # The wave's runs read their packets together, drawing the wave's input within the first
+            # 1/WHOLE_WAVE_INPUT_PEAK of a run. Nothing paces inside a wave, so that draw must fit what the
+            # bucket holds (a minute's worth) plus what it refills meanwhile: whole runs only, rounded down.
+            peak = limits.value(key) + rate * seconds / WHOLE_WAVE_INPUT_PEAK
+            bounds[key] = min(bounds[key], math.floor(profile.TARGET_UTILISATION * peak / per_run))
     binding = min(bounds, key=lambda k: bounds[k])
     return max(1, bounds[binding]), binding
 
