@@ -9,7 +9,9 @@ dispatch prompt says, retries each throttled call up to ten times (``retry-after
 each packet's ``usage`` and each failure's error text. The strategies (``sim/strategies.py``): the
 ``scheduler`` as the server runs it (warm: with the learned state an earlier audit left six hours before;
 ``scheduler_cold``: with none), the ``oracle`` (its formulas fed the truth), ``naive`` (the host's cap, its
-own way) and ``best_fixed`` (the best fixed width for the scenario, in hindsight), all in one run.
+own way), ``best_fixed`` (the best fixed width for the scenario, in hindsight) and ``best_fixed_ceiling`` (the
+same for an operator who must obey the configured limits too: it differs only where they are set at half the
+truth), all in one run.
 
 The grid: 3 tiers × cached/uncached × 20/100/500 packets (of the default packing) × rolling/whole-wave hosts
 × limits known/unknown/configured at half/configured at double × host caps 3, 4, 6, 20 × seeds; and the same
@@ -17,12 +19,13 @@ shapes again with random 429s on 0.5% and 2% of calls (``--noise``). Each makesp
 scenario's smallest lower bound among the strategies that reviewed all its code.
 
 Usage: ``python benchmarks/scheduler_sim.py [--quick] [--json] [--table] [--seeds N] [--noise 0.005 ...]
-[--jobs N]``. The last line of ``--json`` output is the summary JSON.
+[--jobs N] [--rows FILE]``. The last line of ``--json`` output is the summary JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import itertools
 import json
@@ -338,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         help="repeat the grid with this share of calls refused at random (repeatable; default 0.005 and 0.02)",
     )
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--rows", type=Path, default=None, help="also write each scenario's outcomes here (JSON lines)")
     parser.add_argument(
         "--without",
         action="append",
@@ -362,6 +366,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         outcomes = [run_scenario(sc, names) for sc in grid]
     rows = list(zip(grid, outcomes, strict=True))
+    if args.rows is not None:
+        with args.rows.open("w") as out:
+            for sc, by_name in rows:
+                line = {"scenario": dataclasses.asdict(sc)}
+                line.update({n: {**dataclasses.asdict(o), "ratio": o.ratio} for n, o in by_name.items()})
+                out.write(json.dumps(line) + "\n")
     summary = report(rows, [n for n in noise if n > 0])
     summary["seconds"] = round(time.monotonic() - started, 1)
     summary["scenarios"] = len(grid)

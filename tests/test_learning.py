@@ -177,3 +177,60 @@ def test_a_merged_run_counts_itself_clean_or_rate_limited_and_learns_only_failur
     assert merged.cap == 2.0 and merged.rate_limited_runs == 1  # the failure was not counted twice
     absorbed = learn_run(Learned(), RunOutcome(4, 4, 4, 0, absorbed=2, calls=80), NOW, ctx)
     assert absorbed.clean_runs == 1  # 2 of 80 calls is a busy key's noise
+
+
+def test_a_width_throttled_again_and_again_is_probed_ever_less_often() -> None:
+    lim = limits(HIGH, "high")  # known from the provider: the cap, not a limit, is what the 429s correct
+    state = Learned(cap=3.0, updated_at=NOW, threshold=3.0)
+    at = NOW
+
+    def throttled(state: Learned) -> Learned:
+        nonlocal at
+        at += timedelta(seconds=100)
+        return learn_usage(state, usage(calls=20, limited=4, seconds=30), 20_000, at, context(lim, 3))
+
+    def clean_packets(state: Learned, n: int) -> Learned:
+        nonlocal at
+        for _ in range(n):
+            at += timedelta(seconds=100)
+            state = learn_usage(state, usage(seconds=30), 20_000, at, context(lim, 2))
+        return state
+
+    state = throttled(state)
+    assert int(state.cap or 0) == 2 and state.throttled_width == 3 and state.throttled_repeats == 0
+    state = clean_packets(state, 2)  # one clean wave of two: back to three
+    assert round(state.cap or 0) == 3
+    state = throttled(state)  # three is throttled again: now two clean waves before trying it once more
+    assert int(state.cap or 0) == 2 and state.throttled_repeats == 1
+    state = clean_packets(state, 3)
+    assert int(state.cap or 0) == 2
+    state = clean_packets(state, 1)
+    assert round(state.cap or 0) == 3
+    # A different width throttled starts the count again.
+    state = learn_usage(
+        state, usage(calls=20, limited=8, seconds=30), 20_000, at + timedelta(seconds=100), context(lim, 4)
+    )
+    assert state.throttled_width == 4 and state.throttled_repeats == 0
+
+
+def test_a_width_that_comes_back_clean_is_forgotten_as_throttled() -> None:
+    lim = limits(HIGH, "high")
+    state = Learned(cap=2.0, updated_at=NOW, threshold=2.0, throttled_width=3, throttled_repeats=0)
+    at = NOW
+    for in_use in (2, 2, 3, 3, 3):  # a clean wave at two grows to three; a clean wave at three grows past it
+        at += timedelta(seconds=100)
+        state = learn_usage(state, usage(seconds=30), 20_000, at, context(lim, in_use))
+    assert round(state.cap or 0) == 4 and state.throttled_width is None and state.throttled_repeats == 0
+
+
+def test_throttled_usage_infers_an_input_limit_only_below_a_configured_one() -> None:
+    # Four runs of 40,000 charged tokens over 200 s each: 48,000 a minute together.
+    throttled = usage(calls=20, limited=4, seconds=200, tokens=40_000)
+    configured = learn_usage(Learned(), throttled, 20_000, NOW, context(limits(HIGH), 4))
+    assert configured.inferred_limits == {"input_tokens_per_minute": 48_000}
+    # Above what is configured it proves nothing new (the ceiling stays); a provider's own limit is the truth;
+    # a built-in guess is left to the learned cap.
+    low = limits((4_000, 40_000, 400_000))
+    assert learn_usage(Learned(), throttled, 20_000, NOW, context(low, 4)).inferred_limits == {}
+    assert learn_usage(Learned(), throttled, 20_000, NOW, context(limits(HIGH, "high"), 4)).inferred_limits == {}
+    assert learn_usage(Learned(), throttled, 20_000, NOW, context(limits(HIGH, "low"), 4)).inferred_limits == {}

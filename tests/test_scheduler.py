@@ -103,9 +103,17 @@ def test_packets_too_big_for_the_input_bucket_are_flagged_only_when_limits_are_k
 
 
 def test_a_whole_wave_host_gets_a_narrower_wave_when_cached_runs_read_their_packets_at_once() -> None:
+    # A run of a 60k-token packet draws 120k over 240 s. Rolling: 7,500/s × 240 s / 120k = 15. A whole wave
+    # reads its packets within the first 160 s: the 450k burst plus 7,500/s × 160 s admits 13 of them.
     rolling, _ = physical_cap(limits(*MID), 16, 60_000, Learned(), "rolling")
     whole, binding = physical_cap(limits(*MID), 16, 60_000, Learned(), "whole_wave")
-    assert (rolling, whole, binding) == (15, 10, "input_tokens_per_minute")
+    assert (rolling, whole, binding) == (15, 13, "input_tokens_per_minute")
+    # Where the burst is small against the refill over a run, the wave is held to what the reading time admits:
+    # 24k-token packets draw 48k each; 500/s × 240 s sustains 2.5 (rounded to 3 with pacing), but 30k + 500/s ×
+    # 160 s = 110k admits only 2 whole runs reading at once.
+    low = limits(4_000, 30_000, 400_000)
+    assert physical_cap(low, 16, 24_000, Learned(), "rolling") == (3, "input_tokens_per_minute")
+    assert physical_cap(low, 16, 24_000, Learned(), "whole_wave") == (2, "input_tokens_per_minute")
     # Uncached, every call re-sends the whole context: the draw is even, and the wave as wide as a rolling one.
     # Before any usage, a run is taken to re-send its whole packet on each of its ~15 calls: 7,500/s × 240 s
     # / (20,000 × 15) = 6; once usage says it draws 8× its packet, 11.

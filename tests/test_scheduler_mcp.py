@@ -178,7 +178,11 @@ async def test_a_throttled_wave_narrows_the_rest_of_its_own_run(repo: Path, revi
 async def test_rate_limit_retries_reported_in_usage_narrow_the_next_wave_without_a_cooldown(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
-    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY)
+    # No input limit configured: the 429s say nothing about one, and the learned cap takes a quarter off.
+    roomy_but_input = "[model]\nrequests_per_minute = 4000\noutput_tokens_per_minute = 400000\n"
+    (repo / ".audit-mcp.toml").write_text(
+        'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + roomy_but_input
+    )
     clock = FakeClock()
     async with Client(build_server(repo, clock=clock)) as client:
         await _call(client, "next_step", {"root": str(repo)})
@@ -203,6 +207,35 @@ async def test_rate_limit_retries_reported_in_usage_narrow_the_next_wave_without
         assert quota["learned"]["last_429_at"] == "2026-11-30T12:00:00Z"
         assert quota["learned"]["cooldown_until"] is None  # the host's retries already waited
         assert quota["learned"]["max_safe_concurrency"] == 3 and quota["schedule"]["wave_size"] <= 3
+
+
+@pytest.mark.anyio
+async def test_throttling_below_a_configured_input_limit_lowers_it_to_what_the_runs_drew(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    # The config says 2M input tokens a minute, but four runs drawing 20,000 tokens over 600 s each (8,000 a
+    # minute together) saw a sixth of their calls refused: the key gets about 8,000, whatever the config says.
+    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY)
+    async with Client(build_server(repo, clock=FakeClock())) as client:
+        await _call(client, "next_step", {"root": str(repo)})
+        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
+        plan = await _plan(client, step["run_id"])
+        assert plan["wave_size"] == 4 and len(plan["packets"]) >= 6
+        for packet in plan["packets"][:4]:  # the first wave
+            usage = {"input_tokens": 20_000, "api_calls": 12, "seconds": 600, "rate_limited_calls": 2}
+            args = {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
+            assert (await _call(client, "submit_packet", {**args, "usage": usage}))["accepted"]
+        status = await _call(client, "plan_status", {"run_id": plan["run_id"]})
+        # One correction for one cause: the lower limit narrows the rest of the run (each run draws 20,000 of
+        # the 32,000 that 8,000 a minute refills over a run: one, rounded to two with pacing); no cooldown.
+        assert status["width"] == 2 and status["cooldown_until"] is None
+        quota = await _call(client, "quota_status", {})
+        itpm = quota["limits"]["input_tokens_per_minute"]
+        assert itpm["value"] == 8_000 and itpm["confidence"] == "medium"
+        assert itpm["source"].startswith("inferred from throttled runs")
+        assert quota["learned"]["learned_cap"] is None  # the learned cap is not also cut
+        # The configured limits that throttling did not contradict stay as configured.
+        assert quota["limits"]["output_tokens_per_minute"]["value"] == 400_000
 
 
 @pytest.mark.anyio

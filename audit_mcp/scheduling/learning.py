@@ -48,6 +48,7 @@ WINDOW_HALF_LIFE = timedelta(minutes=10)
 MIN_THROTTLED = 3
 THROTTLED_SHARE = 0.05
 FAILURE_DECREASE = 0.5
+MAX_REPEATS = 5  # at most 2**5 clean waves before a width throttled again and again is tried once more
 ABSORBED_DECREASE = 0.75
 
 
@@ -250,7 +251,9 @@ def _decreased(state: Learned, ctx: Context, now: datetime, factor: float) -> Le
     width = min(state.cap if state.cap is not None else float(ctx.in_use), float(max(1, ctx.in_use)))
     smaller = math.floor(width * factor) if factor <= FAILURE_DECREASE else math.floor(width * factor + 0.5)
     cap = float(max(1, smaller))
-    return replace(reset, cap=cap, threshold=cap)
+    width = max(1, ctx.in_use)
+    repeats = state.throttled_repeats + 1 if state.throttled_width == width else 0
+    return replace(reset, cap=cap, threshold=cap, throttled_width=width, throttled_repeats=min(MAX_REPEATS, repeats))
 
 
 def _grown(state: Learned, ctx: Context, started: datetime, now: datetime) -> Learned:
@@ -264,11 +267,19 @@ def _grown(state: Learned, ctx: Context, started: datetime, now: datetime) -> Le
     if state.round_at is not None and started < state.round_at:
         return state
     counted = state.round_clean + 1
-    if counted < max(1, math.floor(state.cap)):
+    wave = max(1, math.floor(state.cap))
+    if state.throttled_width is not None and wave + 1 >= state.throttled_width:
+        wave *= 2**state.throttled_repeats  # back into a width throttled again and again: probe it less often
+    if counted < wave:
         return replace(state, round_clean=counted)
     ceiling = float(min(MAX_LEARNED_CAP, max(1, prior_cap(state, ctx))))
     if state.threshold is None or state.cap < state.threshold:
         grown = min(2 * state.cap, state.threshold or 2 * state.cap)
     else:
         grown = state.cap + 1
-    return replace(state, cap=max(state.cap, min(ceiling, grown)), round_at=now, round_clean=0)
+    cap = max(state.cap, min(ceiling, grown))
+    if (
+        state.throttled_width is not None and math.floor(cap) > state.throttled_width
+    ):  # a clean wave proved it: forgotten
+        state = replace(state, throttled_width=None, throttled_repeats=0)
+    return replace(state, cap=cap, round_at=now, round_clean=0)

@@ -50,6 +50,10 @@ class Learned:
     # Slow start: the learned cap doubles per clean wave below this threshold (None: no decrease yet), then
     # grows by one per clean wave. A wave is counted from the packets that started after the cap last moved.
     threshold: float | None = None
+    # The width in use when throttling last cut the cap, and how many cuts in a row were made at that width:
+    # each one doubles the clean waves the cap needs before it grows back into that width.
+    throttled_width: int | None = None
+    throttled_repeats: int = 0
     round_at: datetime | None = None
     round_clean: int = 0
     # Calls and rate-limited calls reported in ``usage``, decayed with time: throttling is judged as a rate.
