@@ -229,6 +229,8 @@ async def test_throttling_below_a_configured_input_limit_lowers_it_to_what_the_r
         # One correction for one cause: the lower limit narrows the rest of the run (each run draws 20,000 of
         # the 32,000 that 8,000 a minute refills over a run: one, rounded to two with pacing); no cooldown.
         assert status["width"] == 2 and status["cooldown_until"] is None
+        assert status["forecast"]["paced_by"] == "input_tokens_per_minute"
+        assert "the throttled runs showed (8,000" in status["forecast"]["pace"]
         quota = await _call(client, "quota_status", {})
         itpm = quota["limits"]["input_tokens_per_minute"]
         assert itpm["value"] == 8_000 and itpm["confidence"] == "medium"

@@ -17,6 +17,13 @@ and ``now`` in; the new learned state out.
   start (whose last step doubled the width); past it, absorbed retries take a quarter off.
 - **One decrease per width**: evidence from packets that started before the last decrease (usage whose
   seconds reach back past it; a failure within one run length of it) is not counted against the new width.
+- **A configured limit throttling contradicts**: when the window is throttled while a configured (medium)
+  input limit says the runs fit, the limit is lowered to what they drew together (``_inferred``): absorbed
+  retries never quote the real limit, and a bucket refusing calls delivers no more than that.
+- **Probing a throttled width less often**: the width a throttling cut was made at is remembered; each further
+  cut at that same width doubles the clean waves the cap needs before it grows back into it (at most
+  ``2**MAX_REPEATS``), and a clean wave at that width forgets it, so a formula that overrates a width by a
+  fraction of a run does not turn into a sawtooth of throttled waves.
 - **Slow start**: with nothing known, the first wave is narrow (``scheduler.SLOW_START_WIDTH``); each clean
   wave doubles the cap until the first decrease sets a threshold; above it a clean wave adds one. A wave is
   as many clean packets as the cap, counted only from packets that started after the cap last moved (a

@@ -26,6 +26,7 @@ TARGET_UTILISATION = 1.0
 # A run charged less than this many input tokens per token of packet text is cached (cache reads are free):
 # it draws its input as it reads the packet, early. Above it every call re-sends everything.
 CACHED_RATIO = 4.0
+INFERRED_SOURCE = "inferred from throttled runs"  # how a limit lowered by ``learning._inferred`` is shown
 _PER_MINUTE = ("input_tokens_per_minute", "output_tokens_per_minute", "requests_per_minute")
 
 
@@ -148,7 +149,7 @@ def with_observed(limits: ResolvedLimits, learned: Learned) -> ResolvedLimits:
     for key, value in learned.inferred_limits.items():
         old = merged.get(key)
         if old is not None and value > 0 and old.confidence == "medium" and value < old.value:
-            merged[key] = Limit(value, f"inferred from throttled runs at {_stamp(learned.inferred_at)}", "medium")
+            merged[key] = Limit(value, f"{INFERRED_SOURCE} at {_stamp(learned.inferred_at)}", "medium")
     for key, value in learned.observed_limits.items():
         if key in merged and value > 0:
             merged[key] = Limit(value, f"rate-limit headers seen {_stamp(learned.observed_at)}", "high")

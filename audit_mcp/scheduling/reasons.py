@@ -15,7 +15,7 @@ from audit_mcp.scheduling.budget import (
     sustainable_packet_tokens,
 )
 from audit_mcp.scheduling.limits import ResolvedLimits
-from audit_mcp.scheduling.profile import Learned, binding_rates, run_profile
+from audit_mcp.scheduling.profile import INFERRED_SOURCE, Learned, binding_rates, run_profile
 
 _CONFIGURED = ("session config", "environment")
 
@@ -64,6 +64,11 @@ def pace(f: Facts) -> str:
         return (
             f"the configured {f.paced_by} ({limit.value:,}, {limit.source}), not the model: a configured "
             "limit is a ceiling and is obeyed as given; raise it if the account allows more"
+        )
+    if limit.source.startswith(INFERRED_SOURCE):
+        return (
+            f"the {f.paced_by} the throttled runs showed ({limit.value:,}, {limit.source}): lower than configured, "
+            "since calls were refused while the configured limit said they fit"
         )
     return f"the model's {f.paced_by} ({limit.value:,}, {limit.source})"
 

@@ -9,8 +9,9 @@ with ``r_X`` a per-second rate, ``D`` the mean subagent run time and ``T``,
 ``O``, ``R`` the input tokens, output tokens and API calls one run takes (a
 run makes many calls, each re-sending its context). Only limits known with
 medium or high confidence bind; built-in guesses are left to the learned cap.
-On a whole-wave host a cached run's input draw counts at its peak, since a
-wave's runs all read their packets at once. The learned cap moves by AIMD (``learning``: +1
+On a whole-wave host a wave's cached runs all read their packets at once,
+so the wave must also fit the input bucket's burst plus its refill while
+they read. The learned cap moves by AIMD (``learning``: +1
 after a clean, well-used wave; halved on rate-limit failures, a quarter off
 when the runs' ``usage`` reports three or more rate-limited calls the host
 retried; at most one decrease a minute) and decays back toward the physical
