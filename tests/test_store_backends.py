@@ -83,6 +83,53 @@ def test_the_matrix_is_numbered_and_cells_answer_queries_alike(store: Store) -> 
         assert tx.assigned_packets(audit_id, ["T00001", "T00002"]) == ["A1-R1-P01"]
 
 
+def test_pending_cells_are_implied_by_their_unit_and_get_a_row_once_changed(store: Store) -> None:
+    audit_id = _audit(store)
+    matrix = Matrix(
+        units=[("a.py", 1, 3, "h1", 0), ("b.py", 1, 3, "h2", 1), ("b.py", 4, 6, "h2", 1)],
+        lens_sets=[["security"], ["security", "correctness"]],
+    )
+    with store.write() as tx:
+        assert tx.insert_matrix(audit_id, matrix, NOW) == 5
+        assert tx.cell_counts(audit_id) == {"pending": 5}
+        tx.insert_cells(
+            audit_id, [Cell("C0001", "", 0, 0, "context", "pending", 0, None, None, None, "", "context")], NOW
+        )
+    with store.read() as tx:
+        raw = tx.conn.execute("SELECT COUNT(*) FROM cells WHERE audit_id = ?", (audit_id,)).fetchone()[0]
+        assert raw == 1  # only the context cell is a row: the review cells are implied
+        queue = [c.task_id for c in tx.iter_cells(audit_id, "pending")]
+        assert queue == ["T00001", "T00003", "T00002", "T00005", "T00004"]  # path, line, then lens order
+        assert tx.cell_counts_by_kind(audit_id) == {"context": {"pending": 1}, "review": {"pending": 5}}
+        assert tx.cell_counts_by_lens(audit_id) == {"security": {"pending": 3}, "correctness": {"pending": 2}}
+        assert tx.cells_by_id(audit_id, ["T00004", "T00009", "T4"]) == {
+            "T00004": Cell("T00004", "b.py", 4, 6, "security", "pending", 0, None, None, None, "h2")
+        }
+        assert [c.task_id for c in tx.cells_for_path(audit_id, "b.py")] == ["T00002", "T00003", "T00004", "T00005"]
+        assert tx.max_task_number(audit_id) == 5 and tx.task_ids_starting(audit_id, "T0000", 3) == [
+            "T00001",
+            "T00002",
+            "T00003",
+        ]
+    with store.write() as tx:
+        first = tx.cells_by_id(audit_id, ["T00003"])["T00003"]
+        tx.assign_cells(audit_id, "A1-R1", "A1-R1-P01", [first], NOW)
+        tx.update_cell(audit_id, "T00001", state="failed", now=NOW, attempts=3, reason="gave up")
+        tx.carry_cells(audit_id, [("T00005", "reviewed", "A0-R1", "A0-R1-P01", "carried")], NOW)
+        tx.delete_cells(audit_id, ["T00002"])  # one cell of a unit: its other cell (T00003) stays
+    with store.read() as tx:
+        assert tx.cell_counts(audit_id) == {"assigned": 1, "failed": 1, "pending": 2, "reviewed": 1}
+        assert tx.cell_counts_by_lens(audit_id) == {
+            "security": {"failed": 1, "pending": 1},
+            "correctness": {"assigned": 1, "reviewed": 1},
+        }
+        assert [c.task_id for c in tx.iter_cells(audit_id, "pending")] == ["T00004"]
+        assert [c.task_id for c in tx.cells(audit_id, kinds=["review"])] == ["T00001", "T00003", "T00005", "T00004"]
+        assert tx.cells_by_id(audit_id, ["T00003"])["T00003"].packet_id == "A1-R1-P01"
+        assert "T00002" not in tx.cells_by_id(audit_id, ["T00002"]) and tx.max_task_number(audit_id) == 5
+        assert [c.state for c in tx.cells_for_path(audit_id, "b.py")] == ["assigned", "pending", "reviewed"]
+
+
 def test_runs_packets_submissions_findings_verdicts_ledger_and_requeues(store: Store) -> None:
     audit_id = _audit(store)
     with store.write() as tx:

@@ -1,15 +1,26 @@
-"""Queries on the coverage matrix: one row per (file or chunk, lens) cell."""
+"""Queries on the coverage matrix: one cell per (file or chunk, lens), and context and verify cells.
+
+A review cell still pending with nothing tried is implied by its unit (``store.units``) and has no row;
+every query here answers for rows and implied cells alike.
+"""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
-from audit_mcp.store.queries import Queries
-from audit_mcp.store.records import Cell, CellKind, CellUpdate, Matrix
+from audit_mcp.store.records import Cell, CellKind, CellState, CellUpdate
+from audit_mcp.store.units import UnitQueries
 
 _CELL_COLUMNS = (
-    "task_id, path, start_line, end_line, lens, state, attempts, run_id, packet_id, reason, content_hash, kind, subject"
+    "task_id, path, start_line, end_line, lens, state, attempts, run_id, packet_id, reason, content_hash,"
+    " kind, subject, unit"
+)
+
+_UPDATE = (
+    "UPDATE cells SET state = ?, attempts = COALESCE(?, attempts), run_id = ?, packet_id = ?, reason = ?,"
+    " updated_at = ? WHERE audit_id = ? AND task_id = ?"
 )
 
 
@@ -28,10 +39,20 @@ def _cell(row: Any) -> Cell:
         content_hash=row["content_hash"],
         kind=row["kind"],
         subject=row["subject"],
+        unit=row["unit"],
     )
 
 
-class CellQueries(Queries):
+def _queue_key(cell: Cell) -> tuple[str, int, int, str, str]:
+    return (cell.path, cell.start_line, cell.end_line, cell.lens, cell.task_id)
+
+
+def _implied(states: Sequence[str] | None, kinds: Sequence[str] | None) -> bool:
+    """Whether a query for cells in ``states`` of ``kinds`` (None: any) reaches implied cells."""
+    return (states is None or CellState.PENDING in states) and (kinds is None or CellKind.REVIEW in kinds)
+
+
+class CellQueries(UnitQueries):
     """Cells: inserting the matrix, reading the queue, assigning and answering cells."""
 
     def insert_cells(self, audit_id: int, cells: Iterable[Cell], now: str) -> None:
@@ -61,52 +82,12 @@ class CellQueries(Queries):
             ],
         )
 
-    def insert_matrix(self, audit_id: int, matrix: Matrix, now: str) -> int:
-        """Insert every cell of ``matrix`` as pending, numbered as ``coverage.build_cells`` numbers them.
-
-        The (unit, lens) pairs are expanded inside SQLite: on large repositories this is several times
-        faster than building and binding one row per cell. Returns how many cells were inserted.
-        """
-        self.conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS matrix_units (seq INTEGER PRIMARY KEY, path TEXT,"
-            " start_line INTEGER, end_line INTEGER, content_hash TEXT, lens_set INTEGER)"
-        )
-        self.conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS matrix_lenses (lens_set INTEGER, ord INTEGER, lens TEXT,"
-            " PRIMARY KEY (lens_set, ord))"
-        )
-        try:
-            self.conn.execute("DELETE FROM matrix_units")
-            self.conn.execute("DELETE FROM matrix_lenses")
-            self.conn.executemany(
-                "INSERT INTO matrix_units (path, start_line, end_line, content_hash, lens_set) VALUES (?, ?, ?, ?, ?)",
-                matrix.units,
-            )
-            self.conn.executemany(
-                "INSERT INTO matrix_lenses (lens_set, ord, lens) VALUES (?, ?, ?)",
-                [(i, n, lens) for i, lenses in enumerate(matrix.lens_sets) for n, lens in enumerate(lenses)],
-            )
-            cursor = self.conn.execute(
-                "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts, run_id,"
-                " packet_id, reason, content_hash, updated_at)"
-                # T00001 ... T99999, then T100000: five digits at least, written the same in both dialects.
-                " SELECT ?, CASE WHEN n < 100000 THEN 'T' || SUBSTR(CAST(100000 + n AS TEXT), 2)"
-                " ELSE 'T' || CAST(n AS TEXT) END, path, start_line, end_line, lens, 'pending', 0, NULL, NULL, NULL,"
-                " content_hash, ? FROM (SELECT ROW_NUMBER() OVER (ORDER BY u.seq, l.ord) AS n, u.seq AS useq,"
-                " l.ord AS lord, u.path AS path, u.start_line AS start_line, u.end_line AS end_line, l.lens AS lens,"
-                " u.content_hash AS content_hash FROM matrix_units u JOIN matrix_lenses l ON l.lens_set = u.lens_set)"
-                " numbered ORDER BY useq, lord",
-                (audit_id, now),
-            )
-            return cursor.rowcount
-        finally:
-            self.conn.execute("DELETE FROM matrix_units")
-            self.conn.execute("DELETE FROM matrix_lenses")
-
     def carry_cells(
         self, audit_id: int, carried: Iterable[tuple[str, str, str | None, str | None, str]], now: str
     ) -> None:
         """Set cells (task id, state, run id, packet id, reason) carried over from an earlier audit."""
+        carried = list(carried)
+        self.materialize(audit_id, [c[0] for c in carried], now)
         self.conn.executemany(
             "UPDATE cells SET state = ?, run_id = ?, packet_id = ?, reason = ?, updated_at = ?"
             " WHERE audit_id = ? AND task_id = ?",
@@ -129,10 +110,28 @@ class CellQueries(Queries):
             args.extend(kinds)
         sql += " ORDER BY path, start_line, lens"
         # Positional construction: this runs over every cell of large repositories.
-        return [Cell(*r) for r in self.conn.execute(sql, args)]
+        cells = [Cell(*r) for r in self.conn.execute(sql, args)]
+        if _implied(states, kinds):
+            implied = list(self.iter_implicit_cells(audit_id))
+            if implied:
+                cells += implied
+                cells.sort(key=lambda c: (c.path, c.start_line, c.lens))
+        return cells
 
     def iter_cells(self, audit_id: int, state: str, kind: str = CellKind.REVIEW) -> Generator[Cell, None, None]:
         """Cells of one kind in one state, unit by unit in path order, read lazily (the caller may stop early)."""
+        rows = self._iter_rows(audit_id, state, kind)
+        if not _implied([state], [kind]):
+            yield from rows
+            return
+        implied = self.iter_implicit_cells(audit_id)
+        try:
+            yield from heapq.merge(rows, implied, key=_queue_key)
+        finally:
+            rows.close()
+            implied.close()
+
+    def _iter_rows(self, audit_id: int, state: str, kind: str) -> Generator[Cell, None, None]:
         cursor = self.conn.execute(
             f"SELECT {_CELL_COLUMNS} FROM cells WHERE audit_id = ? AND state = ? AND kind = ?"
             " ORDER BY path, start_line, end_line, lens, task_id",
@@ -154,6 +153,9 @@ class CellQueries(Queries):
             )
             for r in rows:
                 found[r["task_id"]] = _cell(r)
+        missing = [t for t in task_ids if t not in found]
+        if missing:
+            found.update(self.implicit_cells_by_id(audit_id, missing))
         return found
 
     def update_cell(
@@ -168,11 +170,9 @@ class CellQueries(Queries):
         packet_id: str | None = None,
         reason: str | None = None,
     ) -> None:
-        self.conn.execute(
-            "UPDATE cells SET state = ?, attempts = COALESCE(?, attempts), run_id = ?, packet_id = ?,"
-            " reason = ?, updated_at = ? WHERE audit_id = ? AND task_id = ?",
-            (state, attempts, run_id, packet_id, reason, now, audit_id, task_id),
-        )
+        args = (state, attempts, run_id, packet_id, reason, now, audit_id, task_id)
+        if self.conn.execute(_UPDATE, args).rowcount == 0 and self.materialize(audit_id, [task_id], now):
+            self.conn.execute(_UPDATE, args)
 
     def run_cells(self, audit_id: int, run_id: str) -> dict[str, Cell]:
         """The cells of every packet of a run, by task id, in one query."""
@@ -185,21 +185,27 @@ class CellQueries(Queries):
         return {r[0]: Cell(*r) for r in rows}
 
     def update_cells(self, audit_id: int, updates: Iterable[CellUpdate], now: str) -> None:
-        """``update_cell`` for many cells, in one statement."""
-        self.conn.executemany(
-            "UPDATE cells SET state = ?, attempts = COALESCE(?, attempts), run_id = ?, packet_id = ?,"
-            " reason = ?, updated_at = ? WHERE audit_id = ? AND task_id = ?",
-            [(u.state, u.attempts, u.run_id, u.packet_id, u.reason, now, audit_id, u.task_id) for u in updates],
-        )
+        """``update_cell`` for many cells, in one statement (and one more for implied cells, given rows)."""
+        rows = [(u.state, u.attempts, u.run_id, u.packet_id, u.reason, now, audit_id, u.task_id) for u in updates]
+        if self.conn.executemany(_UPDATE, rows).rowcount == len(rows):
+            return  # every cell had its row (a run's cells do): the common case, with no look-up
+        given = set(self.materialize(audit_id, [r[-1] for r in rows], now))
+        self.conn.executemany(_UPDATE, [r for r in rows if r[-1] in given])
 
     def cells_for_path(self, audit_id: int, path: str) -> list[Cell]:
         rows = self.conn.execute(
             "SELECT * FROM cells WHERE audit_id = ? AND path = ? ORDER BY start_line, task_id", (audit_id, path)
         )
-        return [_cell(r) for r in rows]
+        cells = [_cell(r) for r in rows]
+        implied = self.implicit_cells_for_path(audit_id, path, [c.task_id for c in cells])
+        if implied:
+            cells += implied
+            cells.sort(key=lambda c: (c.start_line, c.task_id))
+        return cells
 
     def reset_cell(self, audit_id: int, task_id: str, *, state: str, content_hash: str, reason: str, now: str) -> None:
         """Back to ``state`` with a fresh retry budget, for content that changed under a review."""
+        self.materialize(audit_id, [task_id], now)
         self.conn.execute(
             "UPDATE cells SET state = ?, attempts = 0, run_id = NULL, packet_id = NULL, reason = ?, content_hash = ?,"
             " updated_at = ? WHERE audit_id = ? AND task_id = ?",
@@ -207,6 +213,7 @@ class CellQueries(Queries):
         )
 
     def delete_cells(self, audit_id: int, task_ids: Sequence[str]) -> None:
+        self.drop_units(audit_id, task_ids)
         self.conn.executemany("DELETE FROM cells WHERE audit_id = ? AND task_id = ?", [(audit_id, t) for t in task_ids])
 
     def max_task_number(self, audit_id: int, kind: str = CellKind.REVIEW) -> int:
@@ -215,13 +222,37 @@ class CellQueries(Queries):
             "SELECT MAX(CAST(SUBSTR(task_id, 2) AS INTEGER)) FROM cells WHERE audit_id = ? AND kind = ?",
             (audit_id, kind),
         ).fetchone()
-        return int(row[0] or 0)
+        highest = int(row[0] or 0)
+        return max(highest, self.max_unit_task(audit_id)) if kind == CellKind.REVIEW else highest
 
     def assign_cells(self, audit_id: int, run_id: str, packet_id: str, cells: Iterable[Cell], now: str) -> None:
+        """Assign cells to a packet: an implied cell gets its row here, in the same statement."""
         self.conn.executemany(
-            "UPDATE cells SET state = 'assigned', run_id = ?, packet_id = ?, reason = ?, updated_at = ?"
-            " WHERE audit_id = ? AND task_id = ?",
-            [(run_id, packet_id, c.reason, now, audit_id, c.task_id) for c in cells],
+            "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts, run_id,"
+            " packet_id, reason, content_hash, updated_at, kind, subject, unit)"
+            " VALUES (?,?,?,?,?,?,'assigned',?,?,?,?,?,?,?,?,?) ON CONFLICT (audit_id, task_id) DO UPDATE SET"
+            " state = 'assigned', run_id = excluded.run_id, packet_id = excluded.packet_id,"
+            " reason = excluded.reason, updated_at = excluded.updated_at",
+            [
+                (
+                    audit_id,
+                    c.task_id,
+                    c.path,
+                    c.start_line,
+                    c.end_line,
+                    c.lens,
+                    c.attempts,
+                    run_id,
+                    packet_id,
+                    c.reason,
+                    c.content_hash,
+                    now,
+                    c.kind,
+                    c.subject,
+                    c.unit,
+                )
+                for c in cells
+            ],
         )
 
     def task_ids_starting(self, audit_id: int, prefix: str, limit: int) -> list[str]:
@@ -230,11 +261,14 @@ class CellQueries(Queries):
             "SELECT task_id FROM cells WHERE audit_id = ? AND SUBSTR(task_id, 1, ?) = ? ORDER BY task_id LIMIT ?",
             (audit_id, len(prefix), prefix, limit),
         )
-        return [r[0] for r in rows]
+        found = [r[0] for r in rows]
+        implied = self.implied_task_ids(audit_id, prefix)
+        return sorted({*found, *implied})[:limit] if implied else found
 
     def cell_counts(self, audit_id: int) -> dict[str, int]:
         rows = self.conn.execute("SELECT state, COUNT(*) FROM cells WHERE audit_id = ? GROUP BY state", (audit_id,))
-        return {r[0]: r[1] for r in rows}
+        counts = {r[0]: r[1] for r in rows}
+        return _plus_implied(counts, self.implied_count(audit_id))
 
     def cell_counts_by_lens(self, audit_id: int) -> dict[str, dict[str, int]]:
         """Review cells by lens and state (context and verify cells are counted by ``cell_counts_by_kind``)."""
@@ -245,6 +279,8 @@ class CellQueries(Queries):
         out: dict[str, dict[str, int]] = {}
         for lens, state, n in rows:
             out.setdefault(lens, {})[state] = n
+        for lens, n in self.implied_count_by_lens(audit_id).items():
+            out[lens] = _plus_implied(out.get(lens, {}), n)
         return out
 
     def cell_counts_by_kind(self, audit_id: int) -> dict[str, dict[str, int]]:
@@ -255,6 +291,14 @@ class CellQueries(Queries):
         out: dict[str, dict[str, int]] = {}
         for kind, state, n in rows:
             out.setdefault(kind, {})[state] = n
+        implied = self.implied_count(audit_id)
+        if implied:
+            out[CellKind.REVIEW.value] = _plus_implied(out.get(CellKind.REVIEW.value, {}), implied)
         return out
 
-    # runs and packets -----------------------------------------------------------
+
+def _plus_implied(counts: dict[str, int], implied: int) -> dict[str, int]:
+    """``counts`` by state with ``implied`` more pending cells."""
+    if implied:
+        counts[CellState.PENDING.value] = counts.get(CellState.PENDING.value, 0) + implied
+    return counts

@@ -252,6 +252,37 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE packets ADD COLUMN reported_error TEXT
         """,
     ),
+    (
+        # Pending review cells implied by their unit (see store.units): a cell row is written once the cell
+        # is assigned or answered. An audit planned before keeps the rows it has, which stay the truth. The
+        # queue is read from the units; the few pending rows are found by cells_kind, and every change of
+        # a cell's state no longer moves it in a second index.
+        "0012_implicit_cells",
+        """
+        CREATE TABLE units (
+            audit_id INTEGER NOT NULL,
+            first_task INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            lens_set INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            PRIMARY KEY (audit_id, first_task)
+        );
+        CREATE INDEX units_path ON units (audit_id, path);
+        CREATE TABLE lens_sets (
+            audit_id INTEGER NOT NULL,
+            lens_set INTEGER NOT NULL,
+            ord INTEGER NOT NULL,
+            lens TEXT NOT NULL,
+            PRIMARY KEY (audit_id, lens_set, ord)
+        );
+        ALTER TABLE cells ADD COLUMN unit INTEGER;
+        CREATE INDEX cells_unit ON cells (audit_id, unit);
+        DROP INDEX cells_queue
+        """,
+    ),
 )
 
 

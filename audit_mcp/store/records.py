@@ -7,7 +7,7 @@ they carry are the fixed vocabularies below.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -50,6 +50,9 @@ class Cell:
     kind: str = CellKind.REVIEW
     # What a verify cell checks: ``finding:<fingerprint>`` or ``pair:<fingerprint>:<fingerprint>``.
     subject: str | None = None
+    # The first task number of the review unit (file or chunk) that implies this cell, None for a cell that
+    # is only a row (see ``store.units``); where the cell is stored, not what it is.
+    unit: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

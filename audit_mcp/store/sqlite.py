@@ -1,14 +1,16 @@
 """Connection handling for the embedded SQLite database: the one place connections are opened.
 
-``Store`` opens a connection per transaction and applies the named migrations
-once. Writers take the lock up front (``BEGIN IMMEDIATE``) and wait for each
-other, so many processes can submit at once without losing anything; a crash
-leaves the last committed state.
+``Store`` applies the named migrations once and runs each transaction on a connection of its own, kept
+open between transactions for the next one (opening a connection, and closing the last one, which
+checkpoints the write-ahead log, cost more than most transactions). Writers take the lock up front
+(``BEGIN IMMEDIATE``) and wait for each other, so many processes can submit at once without losing
+anything; a crash leaves the last committed state.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +22,7 @@ from audit_mcp.store.tx import Tx
 
 DB_FILENAME = "audit.sqlite3"
 BUSY_TIMEOUT_SECONDS = 60.0
+IDLE_CONNECTIONS = 4  # kept open between transactions, for threads that run them side by side
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -59,6 +62,8 @@ class Store:
     ) -> None:
         self.path = artifacts_dir / DB_FILENAME
         self.location = str(self.path)
+        self._idle: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
         if migrate:  # (``False``: only to look, as ``audit-mcp store status`` does)
             artifacts_dir.mkdir(parents=True, exist_ok=True)
             self._migrate(migrations)
@@ -68,6 +73,26 @@ class Store:
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one transaction: an idle one, or a new one. It goes back to the idle ones when the
+        transaction ended cleanly, and is closed when it did not."""
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._connect()
+        clean = False
+        try:
+            yield conn
+            clean = not conn.in_transaction
+        finally:
+            with self._lock:
+                keep = clean and len(self._idle) < IDLE_CONNECTIONS
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
 
     def _migrate(self, migrations: tuple[tuple[str, str], ...]) -> None:
         conn = self._connect()
@@ -102,23 +127,25 @@ class Store:
     @contextmanager
     def write(self) -> Iterator[Tx]:
         """One write transaction: committed on success, rolled back on any error."""
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            yield Tx(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        finally:
-            conn.close()
+        with self._connection() as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                yield Tx(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     # One writer at a time already: a claim is a write.
     claim = write
 
     def close(self) -> None:
-        """Nothing stays open between transactions."""
+        """Close the idle connections (a transaction that runs later opens one again)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
 
     def repositories(self) -> list[dict[str, str]]:
         """The file holds one repository's audits, the one whose artifacts directory it is in."""
@@ -127,11 +154,10 @@ class Store:
     @contextmanager
     def read(self) -> Iterator[Tx]:
         """A consistent read snapshot."""
-        conn = self._connect()
-        try:
-            conn.execute("BEGIN")
-            yield Tx(conn)
-        finally:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            conn.close()
+        with self._connection() as conn:
+            try:
+                conn.execute("BEGIN")
+                yield Tx(conn)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
