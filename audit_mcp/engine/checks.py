@@ -173,47 +173,59 @@ def value_problems(value: Any, root: str = "") -> tuple[list[tuple[str, str]], i
     """
     problems: list[tuple[str, str]] = []
     size = 0
-    stack: list[tuple[str, Any, int]] = [(root, value, 0)]
+    # (the parent's location, the key or index under it, the value, its depth): a value's location is
+    # written out only when it holds others or has a problem, not for every leaf.
+    stack: list[tuple[str, str | int | None, Any, int]] = [(root, None, value, 0)]
     nodes = 0
     while stack:
-        loc, item, depth = stack.pop()
+        parent, key, item, depth = stack.pop()
         nodes += 1
         if nodes > MAX_JSON_NODES:
             problems.append((root or "/", f"more than {MAX_JSON_NODES} values in all; send one result per task"))
             break
         if depth > MAX_JSON_DEPTH:
-            problems.append((loc or "/", f"nested more than {MAX_JSON_DEPTH} levels deep; results are shallow"))
+            problems.append(
+                (_location(parent, key) or "/", f"nested more than {MAX_JSON_DEPTH} levels deep; results are shallow")
+            )
             continue
         size += 8
         if isinstance(item, str):
             size += len(item)
             if problem := _string_problem(item):
-                problems.append((loc or "/", problem))
+                problems.append((_location(parent, key) or "/", problem))
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):
             if abs(item) > MAX_SAFE_INT:
-                problems.append((loc or "/", f"a number beyond ±{MAX_SAFE_INT}; send the real count or line"))
+                problems.append(
+                    (_location(parent, key) or "/", f"a number beyond ±{MAX_SAFE_INT}; send the real count or line")
+                )
         elif isinstance(item, float):
             if not math.isfinite(item):
-                problems.append((loc or "/", f"{item} is not a number JSON allows; send a finite number"))
+                problems.append(
+                    (_location(parent, key) or "/", f"{item} is not a number JSON allows; send a finite number")
+                )
         elif isinstance(item, Mapping):
-            for key, child in item.items():
-                if not isinstance(key, str) or _string_problem(key):
+            loc = _location(parent, key)
+            for name, child in item.items():
+                if not isinstance(name, str) or _string_problem(name):
                     problems.append((loc or "/", "an object key that is not plain UTF-8 text"))
                     continue
-                size += len(key)
-                stack.append((f"{loc}/{_pointer(key)}", child, depth + 1))
+                size += len(name)
+                stack.append((loc, name, child, depth + 1))
         elif isinstance(item, list | tuple):
-            stack.extend((f"{loc}/{k}", child, depth + 1) for k, child in enumerate(item))
+            loc = _location(parent, key)
+            stack.extend((loc, k, child, depth + 1) for k, child in enumerate(item))
         else:
-            problems.append((loc or "/", f"a {type(item).__name__}, which is not a JSON value"))
+            problems.append((_location(parent, key) or "/", f"a {type(item).__name__}, which is not a JSON value"))
     return sorted(problems), size
 
 
 def _string_problem(text: str) -> str | None:
     if len(text) > MAX_STRING_CHARS:
         return f"a text of {len(text)} characters; texts are at most {MAX_STRING_CHARS}"
+    if text.isascii():
+        return None  # (no surrogate is ASCII)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -222,6 +234,13 @@ def _string_problem(text: str) -> str | None:
             "send the characters themselves"
         )
     return None
+
+
+def _location(parent: str, key: str | int | None) -> str:
+    """The JSON pointer of the value under ``key`` of the value at ``parent`` (``parent`` itself for None)."""
+    if key is None:
+        return parent
+    return f"{parent}/{_pointer(key) if isinstance(key, str) else key}"
 
 
 def _pointer(key: str) -> str:
