@@ -330,6 +330,7 @@ def _first_steps(root: Path, base: Path, rounds: int, baseline: Path | None = No
                         "baseline_quota_ms": before["quota_ms"],
                         "baseline_status_ms": before["status_ms"],
                         "baseline_peak_rss_mb": round(before["peak_rss_mb"], 1),
+                        "baseline_db_bytes": before["db_bytes"],
                     }
                     if before
                     else {}
@@ -405,6 +406,12 @@ def main() -> None:
         run_config.write_text(f"max_packets_per_run = {args.packets}\n")
         _child(_FIRST_STEP, str(root), str(base / "artifacts-run"), str(run_config))
         submit = _child(_SUBMIT_AND_MERGE, str(root), str(base / "artifacts-run"), str(run_config))
+        baseline_submit: dict[str, Any] = {}
+        if args.baseline is not None:  # the same phase on the other checkout, right after
+            shutil.rmtree(base / "artifacts-run-baseline", ignore_errors=True)
+            where = (str(root), str(base / "artifacts-run-baseline"), str(run_config))
+            _child(_FIRST_STEP, *where, checkout=args.baseline)
+            baseline_submit = _child(_SUBMIT_AND_MERGE, *where, checkout=args.baseline)
         code = _code_bytes(root)
         out = {
             "machine": _machine(),
@@ -418,6 +425,7 @@ def main() -> None:
             "database_to_code_ratio": round(step["db_bytes"] / code, 2),
             **views,
             "run_of_packets": submit,
+            **({"baseline_run_of_packets": baseline_submit} if baseline_submit else {}),
             "largest_tool_result_tokens": max(
                 step["step_result_chars"],
                 submit["receipt_max_chars"],
