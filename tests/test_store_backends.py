@@ -52,6 +52,7 @@ def test_audits_files_and_edges_round_trip(store: Store) -> None:
             "big.bin", "binary", 9_000_000_000, 0, "h3", "skipped", "binary; 100% not text", "data"
         )  # 64-bit sizes and a literal '%' survive
         assert [f.path for f in tx.files(first)] == ["a.py", "b.py", "big.bin"]
+        assert [f.path for f in tx.files(first, scope="skipped")] == ["big.bin"]
         assert tx.file_counts(first) == {"review": 2, "skipped": 1}
         assert tx.edges(first) == [("a.py", "b.py")]
         assert tx.previous_audit_id(second) == first

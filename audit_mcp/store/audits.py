@@ -89,11 +89,13 @@ class AuditQueries(Queries):
             ],
         )
 
-    def files(self, audit_id: int) -> list[FileRow]:
+    def files(self, audit_id: int, *, scope: str | None = None) -> list[FileRow]:
+        """The manifest in path order: every file, or those of one ``scope`` (``review``, ``skipped``)."""
         rows = self.conn.execute(
             "SELECT path, language, size, line_count, sha256, scope, skip_reason, kind FROM files WHERE audit_id = ?"
-            " ORDER BY path",
-            (audit_id,),
+            + (" AND scope = ?" if scope is not None else "")
+            + " ORDER BY path",
+            (audit_id, scope) if scope is not None else (audit_id,),
         )
         # Positional construction: this runs over every file of large repositories.
         return [FileRow(*r) for r in rows]
