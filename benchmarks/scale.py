@@ -406,12 +406,6 @@ def main() -> None:
         run_config.write_text(f"max_packets_per_run = {args.packets}\n")
         _child(_FIRST_STEP, str(root), str(base / "artifacts-run"), str(run_config))
         submit = _child(_SUBMIT_AND_MERGE, str(root), str(base / "artifacts-run"), str(run_config))
-        baseline_submit: dict[str, Any] = {}
-        if args.baseline is not None:  # the same phase on the other checkout, right after
-            shutil.rmtree(base / "artifacts-run-baseline", ignore_errors=True)
-            where = (str(root), str(base / "artifacts-run-baseline"), str(run_config))
-            _child(_FIRST_STEP, *where, checkout=args.baseline)
-            baseline_submit = _child(_SUBMIT_AND_MERGE, *where, checkout=args.baseline)
         code = _code_bytes(root)
         out = {
             "machine": _machine(),
@@ -425,7 +419,6 @@ def main() -> None:
             "database_to_code_ratio": round(step["db_bytes"] / code, 2),
             **views,
             "run_of_packets": submit,
-            **({"baseline_run_of_packets": baseline_submit} if baseline_submit else {}),
             "largest_tool_result_tokens": max(
                 step["step_result_chars"],
                 submit["receipt_max_chars"],
@@ -437,6 +430,11 @@ def main() -> None:
             "growth": _growth(base, [int(n) for n in args.growth.split(",") if n]),
             "benchmark_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
+        if args.baseline is not None:  # the submit and merge phase on the other checkout, right after
+            shutil.rmtree(base / "artifacts-run-baseline", ignore_errors=True)
+            where = (str(root), str(base / "artifacts-run-baseline"), str(run_config))
+            _child(_FIRST_STEP, *where, checkout=args.baseline)
+            out["baseline_run_of_packets"] = _child(_SUBMIT_AND_MERGE, *where, checkout=args.baseline)
         print(json.dumps(out, indent=2))
     finally:
         if args.keep is None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from audit_mcp.core.config import SessionConfig
 from tests.conftest import ScriptedReviewer
 from tests.driving import cli
 
@@ -20,12 +21,30 @@ def _db(repo: Path) -> sqlite3.Connection:
     return sqlite3.connect(repo / ".audit-mcp" / "audit.sqlite3")
 
 
+# Review runs only (no threat model before them, no second opinion after, where the audit has those
+# passes): this is about review cells.
+REVIEW_ONLY = "".join(
+    f"{k} = false\n" for k in ("context_pass", "verification_pass") if k in SessionConfig.model_fields
+)
+
+
 def _first_run_of_one_packet(repo: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    (repo / ".audit-mcp.toml").write_text("max_packets_per_run = 1\n")
+    config = repo / ".audit-mcp.toml"
+    config.write_text("max_packets_per_run = 1\n" + REVIEW_ONLY)
     code, step = cli(capsys, "next-step", "--root", str(repo), *NEXT)
     assert code == 0 and step["step_kind"] == "dispatch_review", step
-    (repo / ".audit-mcp.toml").unlink()
+    config.write_text(REVIEW_ONLY)  # the later runs take every pending cell
     return dict(json.loads(Path(step["artifact_paths"]["plan"]).read_text()))
+
+
+def _review_cells(by_lens: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Review cells by state, and their total, from coverage by lens (which counts review cells only)."""
+    out: dict[str, int] = {"total": 0, "assigned": 0, "pending": 0}
+    for by_state in by_lens.values():
+        for state, n in by_state.items():
+            out[state] = out.get(state, 0) + n
+            out["total"] += n
+    return out
 
 
 def _finish(
@@ -69,12 +88,11 @@ def test_pending_cells_have_no_row_and_status_explain_task_and_requeue_see_them(
     assert rows == handed_out  # the cells of the run have rows; every other review cell is implied
 
     _, status = cli(capsys, "status", "--root", str(repo), "--json")
-    coverage = status["coverage"]
-    assert coverage["assigned"] == len(handed_out) and coverage["pending"] > 0
-    assert coverage["total"] == coverage["assigned"] + coverage["pending"]
-    assert sum(sum(by_state.values()) for by_state in status["coverage_by_lens"].values()) == coverage["total"]
+    review = _review_cells(status["coverage_by_lens"])
+    assert review["assigned"] == len(handed_out) and review["pending"] > 0
+    assert review["total"] == review["assigned"] + review["pending"]
 
-    last = f"T{coverage['total']:05d}"  # cells are numbered 1..total: the last one waits in the queue
+    last = f"T{review['total']:05d}"  # review cells are numbered 1..total: the last one waits in the queue
     assert last not in handed_out
     code, told = cli(capsys, "explain-task", "--root", str(repo), last)
     assert code == 0, told
@@ -89,10 +107,10 @@ def test_pending_cells_have_no_row_and_status_explain_task_and_requeue_see_them(
 
     report = _finish(repo, reviewer, capsys, plan, tmp_path)
     assert report["completeness"] == "complete"
-    assert report["coverage"]["totals"]["total"] == coverage["total"]
+    assert _review_cells(report["coverage"]["by_lens"])["total"] == review["total"]
     with _db(repo) as db:
         answered = db.execute("SELECT COUNT(*) FROM cells WHERE kind = 'review'").fetchone()[0]
-    assert answered == coverage["total"]  # every answered cell has its row
+    assert answered == review["total"]  # every answered cell has its row
 
 
 def _as_before_units(repo: Path) -> None:
@@ -137,10 +155,11 @@ def test_an_audit_planned_when_every_cell_was_a_row_resumes_after_the_upgrade(
         assert db.execute("SELECT COUNT(*) FROM migrations WHERE name = '0012_implicit_cells'").fetchone()[0] == 1
         assert db.execute("SELECT COUNT(*) FROM units").fetchone()[0] == 0  # the audit's own rows stay the truth
         rows = db.execute("SELECT COUNT(*) FROM cells WHERE kind = 'review'").fetchone()[0]
-    assert rows == before["coverage"]["total"]
-    last = f"T{before['coverage']['total']:05d}"
+    total = _review_cells(before["coverage_by_lens"])["total"]
+    assert rows == total
+    last = f"T{total:05d}"
     _, told = cli(capsys, "explain-task", "--root", str(repo), last)
     assert told["state"] == "pending" and told["attempts"] == 0
 
     report = _finish(repo, reviewer, capsys, plan, tmp_path)
-    assert report["completeness"] == "complete" and report["coverage"]["totals"]["total"] == before["coverage"]["total"]
+    assert report["completeness"] == "complete" and _review_cells(report["coverage"]["by_lens"])["total"] == total
