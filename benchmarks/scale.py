@@ -403,7 +403,11 @@ def main() -> None:
         }
         shutil.rmtree(base / "artifacts-run", ignore_errors=True)
         run_config = base / "run.toml"
-        run_config.write_text(f"max_packets_per_run = {args.packets}\n")
+        # A run of review packets, as the baseline measured it: no context packet before it (it would be the
+        # run handed out) and no verification run after it.
+        run_config.write_text(
+            f"max_packets_per_run = {args.packets}\ncontext_pass = false\nverification_pass = false\n"
+        )
         _child(_FIRST_STEP, str(root), str(base / "artifacts-run"), str(run_config))
         submit = _child(_SUBMIT_AND_MERGE, str(root), str(base / "artifacts-run"), str(run_config))
         code = _code_bytes(root)

@@ -7,12 +7,13 @@ import os
 import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from audit_mcp.surfaces.scripted import AnswerKeyReviewer
 from tests.pg_server import PgServer, pg_bindir
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -101,54 +102,20 @@ def repo(plain_repo: Path) -> Iterator[Path]:
     yield plain_repo
 
 
-class ScriptedReviewer:
+class ScriptedReviewer(AnswerKeyReviewer):
     """Answers packets honestly from the answer key: the planted issue when a task covers it, else a
-    summary of what a reviewer would have read. It stands in for the host's subagents."""
+    summary of what a reviewer would have read; context and verification packets from the key too (its
+    threat model; planted defects confirmed). It stands in for the host's subagents. The key's decoys
+    (reports a verifier refutes) are left out unless ``decoys`` is set."""
 
-    def __init__(self, answer_key: dict[str, Any]) -> None:
-        self.issues = answer_key["issues"]
-        self.reported: set[str] = set()
+    def __init__(self, answer_key: dict[str, Any], *, decoys: bool = False) -> None:
+        super().__init__(answer_key, decoys=decoys)
 
-    def results(self, packet: dict[str, Any]) -> list[dict[str, Any]]:
-        out = []
-        for task in packet["tasks"]:
-            findings = []
-            for issue in self.issues:
-                if (
-                    issue["file"] == task["file"]
-                    and issue["lens"] == task["lens"]
-                    and task["start_line"] <= issue["start_line"] <= task["end_line"]
-                ):
-                    self.reported.add(issue["id"])
-                    findings.append(
-                        {
-                            k: issue[k]
-                            for k in (
-                                "title",
-                                "severity",
-                                "confidence",
-                                "category",
-                                "file",
-                                "start_line",
-                                "end_line",
-                                "evidence",
-                                "description",
-                                "recommendation",
-                                "symbol",
-                            )
-                        }
-                        | ({"related_locations": issue["related_locations"]} if "related_locations" in issue else {})
-                    )
-            out.append(
-                {
-                    "task_id": task["task_id"],
-                    "status": "reviewed",
-                    "summary": f"Read {task['file']} lines {task['start_line']}-{task['end_line']} in full under "
-                    f"the {task['lens']} lens and traced its inputs to their uses.",
-                    "findings": findings,
-                }
-            )
-        return out
+    def review_summary(self, task: Mapping[str, Any]) -> str:
+        return (
+            f"Read {task['file']} lines {task['start_line']}-{task['end_line']} in full under "
+            f"the {task['lens']} lens and traced its inputs to their uses."
+        )
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from audit_mcp.core.models import Step
 from audit_mcp.surfaces.cli import main
 from audit_mcp.usecases.forecasting import run_tag
 from audit_mcp.usecases.service import AuditService
-from tests.conftest import ScriptedReviewer
+from tests.conftest import FIXTURES, ScriptedReviewer
 
 Answer = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
@@ -34,19 +34,109 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
         return code, out
 
 
+def opinions() -> ScriptedReviewer:
+    """The scripted answers for context and verification packets: a threat model that names only the root (so it
+    fits any repository), the fixture's planted defects confirmed, anything else judged likely."""
+    key = json.loads((FIXTURES / "planted_app.answer-key.json").read_text())
+    key.pop("context")
+    return ScriptedReviewer(key)
+
+
+def answer_all(answer: Answer) -> Answer:
+    """``answer`` for review packets; the scripted context and verifier answers for the other kinds."""
+    scripted = opinions()
+
+    def answering(packet: dict[str, Any]) -> list[dict[str, Any]]:
+        return answer(packet) if packet.get("packet_kind", "review") == "review" else scripted.results(packet)
+
+    return answering
+
+
+def past(service: AuditService, step: Step, kind: str) -> Step:
+    """When ``step`` hands out packets of ``kind`` (context, verify), answer them (scripted), merge, and return
+    the next step; any other step is returned as it is."""
+    if step.step_kind not in ("dispatch_review", "single_task_fallback") or step.run_id is None:
+        return step
+    plan = json.loads(service.plan_path(step.run_id).read_text())
+    if plan.get("packet_kind") != kind:
+        return step
+    submitted = service.submitted_packets(plan["run_id"])
+    for packet in plan["packets"]:
+        if packet["packet_id"] not in submitted:
+            receipt = service.submit_packet(plan["run_id"], packet["packet_id"], opinions().results(packet))
+            assert receipt.accepted, receipt.errors
+    service.merge_and_ingest(plan["run_id"], [])
+    return service.next_step({})
+
+
+def past_context(service: AuditService, step: Step) -> Step:
+    """When ``step`` hands out the context packet, answer it (scripted), merge, and return the next step."""
+    return past(service, step, "context")
+
+
+async def first_review_over_mcp(client: Any, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Over an MCP client: the first step that hands out review packets (the context run answered first)."""
+    step: dict[str, Any] = (
+        await client.call_tool("next_step", arguments or {"host_can_dispatch_subagents": True})
+    ).structured_content
+    plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text()) if step.get("run_id") else {}
+    if plan.get("packet_kind") != "context":
+        return step
+    for packet in plan["packets"]:
+        receipt = await client.call_tool(
+            "submit_packet",
+            {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": opinions().results(packet)},
+        )
+        assert receipt.structured_content["accepted"], receipt.structured_content
+    await client.call_tool("merge_and_ingest", {"run_id": plan["run_id"]})
+    following: dict[str, Any] = (await client.call_tool("next_step", {})).structured_content
+    return following
+
+
+def past_context_json(root: Path, step: dict[str, Any]) -> dict[str, Any]:
+    """``past_context`` for a step printed by the CLI (as JSON): answered in-process, the next step as JSON."""
+    following = past_context(AuditService(root), Step.model_validate(step))
+    return json.loads(following.model_dump_json())
+
+
+def first_review(service: AuditService, capabilities: dict[str, Any] | None = None, **options: Any) -> Step:
+    """The first step that hands out review packets: the context run (if any) answered and merged first."""
+    return past_context(service, service.next_step(capabilities or {"can_dispatch_subagents": True}, **options))
+
+
+def finish(service: AuditService, step: Step | None = None, answer: Answer | None = None) -> Step:
+    """Answer every run still to come (``answer`` the review packets, the scripted answers the rest) and
+    return the step after the last one: the report, or whatever stopped the loop."""
+    respond = answer_all(answer or opinions().results)
+    step = step or service.next_step({})
+    for _ in range(12):
+        if step.step_kind != "dispatch_review" or step.run_id is None:
+            break
+        plan = json.loads(service.plan_path(step.run_id).read_text())
+        submitted = service.submitted_packets(plan["run_id"])
+        for packet in plan["packets"]:
+            if packet["packet_id"] not in submitted:
+                receipt = service.submit_packet(plan["run_id"], packet["packet_id"], respond(packet))
+                assert receipt.accepted, receipt.errors
+        service.merge_and_ingest(plan["run_id"], [])
+        step = service.next_step({})
+    return step
+
+
 def drive(
     service: AuditService, answer: Answer, *, new_audit: bool = False, analyzer_sarif: Sequence[Path] = ()
 ) -> Step:
-    """Follow the steps to the report: answer every packet, merge every run."""
+    """Follow the steps to the report: answer every packet (``answer`` the review ones), merge every run."""
+    respond = answer_all(answer)
     step = service.next_step(
         {"can_dispatch_subagents": True, "max_active_subagents": 4}, new_audit=new_audit, analyzer_sarif=analyzer_sarif
     )
-    for _ in range(10):
+    for _ in range(12):
         if step.step_kind != "dispatch_review":
             break
         plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
         for packet in plan["packets"]:
-            receipt = service.submit_packet(plan["run_id"], packet["packet_id"], answer(packet))
+            receipt = service.submit_packet(plan["run_id"], packet["packet_id"], respond(packet))
             assert receipt.accepted, receipt.errors
         service.merge_and_ingest(plan["run_id"], [])
         step = service.next_step({})

@@ -30,7 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from audit_mcp.surfaces.demo import AnswerKeyReviewer, answer_key
+from audit_mcp.surfaces.demo import answer_key
+from audit_mcp.surfaces.scripted import AnswerKeyReviewer
 
 
 def main() -> int:
@@ -74,7 +75,7 @@ def main() -> int:
     assert Path(args.prompt).is_file() and packet["prompt_path"] == args.prompt
     results = Path(env["AUDIT_MCP_ARTIFACTS_DIR"]) / "runs" / args.run / "results" / f"{args.packet}.json"
     assert str(results) == env["AUDIT_MCP_RESULTS_PATH"] and results.parent.is_dir()
-    answer = AnswerKeyReviewer(answer_key()).results(packet)
+    answer = AnswerKeyReviewer(answer_key(), decoys=False).results(packet)
     broken = env.get("SCRIPTED_WORKER_BREAK")
     if broken and broken in args.packet:
         answer[0]["findings"] = [
@@ -95,7 +96,9 @@ def main() -> int:
     if state:
         (state / f"{args.packet}.written").touch()
         fifo = state / "written.fifo"
-        if fifo.exists():  # a test waits on it for the file to be written
+        waited_for = env.get("SCRIPTED_WORKER_HANG_AFTER_WRITE")
+        # A test waits on it for the file to be written: the packet that will hang, if one is named.
+        if fifo.exists() and (not waited_for or waited_for in args.packet):
             with fifo.open("w") as handle:
                 handle.write(args.packet)
     if env.get("SCRIPTED_WORKER_FILE_ONLY") or (broken and broken in args.packet):

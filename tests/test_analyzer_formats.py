@@ -15,7 +15,7 @@ from mcp import Client
 from audit_mcp.surfaces.cli.exits import EXIT_BLOCKED
 from audit_mcp.surfaces.server import build_server
 from tests.conftest import FIXTURES
-from tests.driving import carried, cli
+from tests.driving import carried, cli, first_review_over_mcp, past_context_json
 
 BANDIT_SARIF = FIXTURES / "planted_app.bandit.sarif"
 NEXT = ("--host-can-dispatch-subagents", "true")
@@ -94,7 +94,9 @@ def test_bandit_and_semgrep_json_are_detected_and_their_alerts_become_leads(
         "--analyzer-results",
         str(semgrep),
     )
-    assert code == 0 and step["step_kind"] == "dispatch_review", step
+    assert code == 0, step
+    step = past_context_json(repo, step)
+    assert step["step_kind"] == "dispatch_review", step
     leads = _leads(step)
     places = {(file, line, rule) for file, line, rule in leads.values()}
     assert ("app/db.py", 70, "Bandit B608 (CWE-89)") in places
@@ -121,6 +123,7 @@ def test_the_same_bandit_alerts_as_sarif_and_as_json_are_one_lead_each(
         str(bandit),
     )
     assert code == 0, step
+    step = past_context_json(repo, step)
     assert sorted((f, n) for f, n, _ in _leads(step).values()) == [
         ("app/config.py", 18),
         ("app/db.py", 70),
@@ -155,7 +158,7 @@ def test_the_config_names_bandit_json_inside_the_repository(repo: Path, tmp_path
     exe = str(Path(sys.executable).with_name("audit-mcp"))
     done = subprocess.run([exe, "next-step", "--root", str(repo), *NEXT], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    step = json.loads(done.stdout)
+    step = past_context_json(repo, json.loads(done.stdout))
     assert ("app/db.py", 70, "Bandit B608 (CWE-89)") in set(_leads(step).values())
 
 
@@ -180,9 +183,8 @@ async def test_the_next_step_tool_takes_analyzer_results_inside_the_root_only(re
         status = await client.call_tool("audit_status", {})
         assert not status.is_error and status.structured_content is not None
         assert status.structured_content.get("audit_id") is None, status.structured_content  # nothing started
-        result = await client.call_tool(
-            "next_step", {"host_can_dispatch_subagents": True, "analyzer_results": ["reports/bandit.json"]}
+        step = await first_review_over_mcp(
+            client, {"host_can_dispatch_subagents": True, "analyzer_results": ["reports/bandit.json"]}
         )
-        step = result.structured_content
         assert step is not None and step["step_kind"] == "dispatch_review", step
         assert ("app/db.py", 70, "Bandit B608 (CWE-89)") in set(_leads(step).values())

@@ -149,6 +149,7 @@ def test_every_verb_has_help() -> None:
         "plan",
         "synthesize",
         "store",
+        "runtime-evidence",
     }
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for verb in verbs:

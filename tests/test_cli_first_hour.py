@@ -14,7 +14,7 @@ import pytest
 from audit_mcp.surfaces.cli import build_parser, exits, main
 from audit_mcp.surfaces.cli.exits import EXIT_USAGE
 from audit_mcp.usecases.service import AuditService
-from tests.driving import cli
+from tests.driving import cli, past_context_json
 
 
 def test_status_quota_and_report_on_a_folder_never_audited_create_nothing(
@@ -165,7 +165,7 @@ def test_next_step_lenses_chooses_the_lenses_of_the_audit_it_starts(
     code, step = cli(capsys, "next-step", "--root", root, "--lenses", "security,tests")
     assert code == 0 and step["step_kind"] == "capability_check"
     code, step = cli(capsys, "next-step", "--root", root, "--host-can-dispatch-subagents", "true")
-    plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
+    plan = json.loads(Path(past_context_json(repo, step)["artifact_paths"]["plan"]).read_text())
     assert {t["lens"] for p in plan["packets"] for t in p["tasks"]} == {"security", "tests"}
     prompt = Path(plan["packets"][0]["prompt_path"]).read_text()
     assert "### Lens `security`" in prompt and "### Lens `performance`" not in prompt

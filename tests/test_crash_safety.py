@@ -33,9 +33,19 @@ def _check_invariants(db_path: Path, accepted: set[str]) -> None:
             assigned = db.execute(
                 "SELECT COUNT(*) FROM cells WHERE run_id = ? AND state = 'assigned'", (run["run_id"],)
             ).fetchone()[0]
+            verdicts = db.execute(
+                "SELECT COUNT(*) FROM finding_verdicts v JOIN packets p ON p.packet_id = v.packet_id"
+                " WHERE p.run_id = ?",
+                (run["run_id"],),
+            ).fetchone()[0]
             if run["state"] == "open":
-                # Nothing of an unmerged run has reached the matrix.
-                assert findings == 0 and "merged" not in packet_states
+                # Nothing of an unmerged run has reached the matrix: no finding, no verdict, no threat model.
+                assert findings == 0 and verdicts == 0 and "merged" not in packet_states
+                assert not db.execute(
+                    "SELECT 1 FROM threat_models t JOIN packets p ON p.packet_id = t.packet_id"
+                    " WHERE p.run_id = ? AND t.audit_id = ?",
+                    (run["run_id"], run["audit_id"]),
+                ).fetchone()
                 continue
             # A merged run is merged whole: every packet settled, every submission's cells covered by it.
             assert assigned == 0 and packet_states <= {"merged", "failed"}
@@ -55,7 +65,20 @@ def _check_invariants(db_path: Path, accepted: set[str]) -> None:
                 kept = db.execute(
                     "SELECT COUNT(*) FROM findings WHERE packet_id = ? AND audit_id = ?", (packet_id, run["audit_id"])
                 ).fetchone()[0]
-                assert kept == sum(len(r["findings"]) for r in results)
+                assert kept == sum(len(r.get("findings", [])) for r in results)
+                # A merged verification answer is one verdict per task; a merged context answer, the threat model.
+                judged = db.execute(
+                    "SELECT COUNT(*) FROM finding_verdicts WHERE packet_id = ? AND audit_id = ?",
+                    (packet_id, run["audit_id"]),
+                ).fetchone()[0]
+                assert judged == sum(1 for r in results if "rationale" in r)
+                if any("threat_model" in r for r in results):
+                    assert (
+                        db.execute(
+                            "SELECT packet_id FROM threat_models WHERE audit_id = ?", (run["audit_id"],)
+                        ).fetchone()[0]
+                        == packet_id
+                    )
     finally:
         db.close()
 
@@ -93,6 +116,8 @@ def test_killing_the_process_at_random_moments_loses_nothing_and_the_audit_still
         accepted |= {line.split()[1] for line in out.splitlines() if line.startswith("accepted ")}
         _check_invariants(service.store.path, accepted)
     assert interrupted >= KILLS // 2
+    kinds = {line.split()[2] for line in warm.stdout.splitlines() if line.startswith("accepted ")}
+    assert kinds == {"context", "review", "verify"}, "an audit goes through all three kinds of packet"
 
     finish = subprocess.run(
         [sys.executable, str(WORKERS), "drive", str(repo), "1"], capture_output=True, text=True, timeout=60
@@ -107,3 +132,5 @@ def test_killing_the_process_at_random_moments_loses_nothing_and_the_audit_still
     report = json.loads(service.report("json"))
     titles = json.dumps(report)
     assert all(issue["title"] in titles for issue in answer_key["issues"])
+    assert report["threat_model"] is not None and report["coverage"]["by_kind"]["verify"] == {"reviewed": 4}
+    assert {f["status"] for f in report["findings"] if f["severity"] in ("critical", "high")} == {"confirmed"}

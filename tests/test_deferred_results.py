@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
-from tests.driving import cli, run_id
+from tests.driving import cli, finish, past_context_json, run_id
 from tests.test_headless import headless, planted, run_cmd
 
 NEXT = ("--host-can-dispatch-subagents", "true", "--host-max-active-subagents", "4")
@@ -36,7 +37,7 @@ def test_a_results_file_written_but_never_submitted_is_merged_as_the_packets_sub
 ) -> None:
     root = str(repo)
     _, step = cli(capsys, "next-step", "--root", root, *NEXT)
-    plan = _plan(step)
+    plan = _plan(past_context_json(repo, step))
     first, *others = plan["packets"]
     path = _results_path(repo, plan["run_id"], first["packet_id"])
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,6 +56,7 @@ def test_a_results_file_written_but_never_submitted_is_merged_as_the_packets_sub
     entry = next(e for e in _ledger(repo, capsys) if first["packet_id"] in e["detail"] and "from file" in e["detail"])
     assert f"ingested from file runs/{plan['run_id']}/results/{first['packet_id']}.json" in entry["detail"]
     assert entry["outcome"] == "accepted"
+    finish(AuditService(repo))  # the verification run
     _, step = cli(capsys, "next-step", "--root", root)
     assert step["step_kind"] == "present_report" and step["completeness"] == "complete"
 
@@ -70,7 +72,7 @@ def test_next_step_counts_a_valid_results_file_so_the_host_is_not_sent_to_redo_i
 ) -> None:
     root = str(repo)
     _, step = cli(capsys, "next-step", "--root", root, *NEXT)
-    plan = _plan(step)
+    plan = _plan(past_context_json(repo, step))
     first = plan["packets"][0]
     path = _results_path(repo, plan["run_id"], first["packet_id"])
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,7 +94,7 @@ def test_an_invalid_results_file_is_reported_with_its_errors_and_the_packet_reis
 ) -> None:
     root = str(repo)
     _, step = cli(capsys, "next-step", "--root", root, *NEXT)
-    plan = _plan(step)
+    plan = _plan(past_context_json(repo, step))
     first = plan["packets"][0]
     broken = reviewer.results(first)
     broken[0]["summary"] = ""  # refused: every task needs a summary of what was examined
@@ -141,8 +143,10 @@ def test_a_worker_killed_right_after_writing_its_file_keeps_its_work(
     proc = headless(repo, tmp_path / "state", SCRIPTED_WORKER_DIE_AFTER_WRITE="P01")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["runs"] == [run_id(repo, 1, 1)] and result["failed_packets"] == {}
+    # Context, review and verification: the first worker of each run dies right after writing its answer.
+    assert result["runs"] == [run_id(repo, 1, n) for n in (1, 2, 3)] and result["failed_packets"] == {}
     assert f"{run_id(repo, 1, 1)}-P01: results file accepted" in proc.stderr
+    assert f"{run_id(repo, 1, 2)}-P01: results file accepted" in proc.stderr
     report = json.loads((repo / ".audit-mcp/report/report.json").read_text())
     assert report["completeness"] == "complete"
     assert {(f["file"], f["start_line"]) for f in report["findings"]} == planted(answer_key)
@@ -161,24 +165,27 @@ def test_a_run_killed_after_a_worker_wrote_its_file_resumes_without_reissuing_th
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        env={**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_HANG_AFTER_WRITE": "P01"},
+        env={
+            **os.environ,
+            "SCRIPTED_WORKER_STATE": str(state),
+            "SCRIPTED_WORKER_HANG_AFTER_WRITE": f"{run_id(repo, 1, 2)}-P01",
+        },
     )
     try:
-        assert (
-            written.read_text() == f"{run_id(repo, 1, 1)}-P01"
-        )  # blocks until the worker has written its results file
+        assert written.read_text() == f"{run_id(repo, 1, 2)}-P01"  # blocks until the worker has written its file
         written.unlink()
         os.killpg(runner.pid, signal.SIGKILL)
         runner.wait(timeout=30)
     finally:
         (state / "release").touch()
         runner.communicate(timeout=30)
-    assert not (state / f"{run_id(repo, 1, 1)}-P01.done").exists()  # it never submitted
+    assert not (state / f"{run_id(repo, 1, 2)}-P01.done").exists()  # it never submitted
     proc = headless(repo, state)
     assert proc.returncode == 0, proc.stderr
-    assert f"{run_id(repo, 1, 1)}-P01: worker started" not in proc.stderr
+    assert f"{run_id(repo, 1, 2)}-P01: worker started" not in proc.stderr
     assert "resuming; 1 packet(s) already submitted" in proc.stderr
-    assert json.loads(proc.stdout)["runs"] == [run_id(repo, 1, 1)]
+    # The review resumed, then its verification.
+    assert json.loads(proc.stdout)["runs"] == [run_id(repo, 1, 2), run_id(repo, 1, 3)]
     report = json.loads((repo / ".audit-mcp/report/report.json").read_text())
     assert report["completeness"] == "complete"
     assert {(f["file"], f["start_line"]) for f in report["findings"]} == planted(answer_key)
@@ -193,32 +200,33 @@ def test_in_file_mode_workers_only_write_their_results_file(repo: Path, tmp_path
 
 
 def test_a_worker_whose_file_is_refused_is_reported_and_its_packet_handed_out_again(repo: Path, tmp_path: Path) -> None:
-    proc = headless(repo, tmp_path / "state", "--worker-mode", "file", SCRIPTED_WORKER_BREAK=f"{run_id(repo)}-P01")
+    proc = headless(
+        repo, tmp_path / "state", "--worker-mode", "file", SCRIPTED_WORKER_BREAK=f"{run_id(repo, 1, 2)}-P01"
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["runs"] == [run_id(repo, 1, 1), run_id(repo, 1, 2)]
-    assert "was refused" in result["failed_packets"][f"{run_id(repo, 1, 1)}-P01"]
-    assert "evidence" in result["failed_packets"][f"{run_id(repo, 1, 1)}-P01"]
-    prompt = next((repo / f".audit-mcp/runs/{run_id(repo, 1, 2)}/packets").glob("*.md")).read_text()
+    # The context, the review, the re-issue, the verification.
+    assert result["runs"] == [run_id(repo, 1, n) for n in (1, 2, 3, 4)]
+    first = f"{run_id(repo, 1, 2)}-P01"
+    assert "was refused" in result["failed_packets"][first]
+    assert "evidence" in result["failed_packets"][first]
+    prompt = next((repo / f".audit-mcp/runs/{run_id(repo, 1, 3)}/packets").glob("*.md")).read_text()
     earlier = " ".join(prompt[prompt.index("## Earlier attempts") : prompt.index("## Submit")].split())
-    assert (
-        f"invalid_results: the results file runs/{run_id(repo, 1, 1)}/results/{run_id(repo, 1, 1)}-P01.json was refused"
-        in earlier
-    )
+    assert f"invalid_results: the results file runs/{run_id(repo, 1, 2)}/results/{first}.json was refused" in earlier
     assert "/results/0/findings/0/evidence: the evidence does not appear in" in earlier
 
 
 def test_run_stops_after_max_runs_and_the_same_command_goes_on(repo: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
     proc = headless(
-        repo, state, "--max-runs", "1", "--worker-mode", "file", SCRIPTED_WORKER_BREAK=f"{run_id(repo)}-P01"
+        repo, state, "--max-runs", "2", "--worker-mode", "file", SCRIPTED_WORKER_BREAK=f"{run_id(repo, 1, 2)}-P01"
     )
     assert proc.returncode == 3, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["runs"] == [run_id(repo, 1, 1)] and "--max-runs 1" in result["message"]
+    assert result["runs"] == [run_id(repo, 1, 1), run_id(repo, 1, 2)] and "--max-runs 2" in result["message"]
     proc = headless(repo, state, "--worker-mode", "file")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["runs"] == [run_id(repo, 1, 2)]
+    assert json.loads(proc.stdout)["runs"] == [run_id(repo, 1, 3), run_id(repo, 1, 4)]
 
 
 def test_run_since_a_ref_reviews_only_the_files_changed_since_it(repo: Path, tmp_path: Path) -> None:

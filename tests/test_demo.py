@@ -13,6 +13,7 @@ import tomllib
 import venv
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,12 @@ def test_the_demo_finishes_the_audit_and_says_where_the_report_is(
     doc = json.loads(report.with_suffix(".json").read_text())
     assert doc["completeness"] == "complete"
     planted = {(i["file"], i["start_line"]) for i in answer_key["issues"]}  # type: ignore[index]
-    assert {(f["file"], f["start_line"]) for f in doc["findings"]} == planted
+    decoys: list[dict[str, Any]] = answer_key["decoys"]  # type: ignore[assignment]
+    # The overstated decoy stays a finding (at its fair severity); the false ones are refuted, not dropped.
+    overstated = {(d["file"], d["start_line"]) for d in decoys if d["truth"] == "overstated"}
+    assert {(f["file"], f["start_line"]) for f in doc["findings"]} == planted | overstated
+    false = {(d["file"], d["start_line"]) for d in decoys if d["truth"] == "false_positive"}
+    assert {(f["file"], f["start_line"]) for f in doc["refuted"]} == false
 
 
 def test_the_demo_refuses_to_overwrite_an_earlier_copy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,6 +13,7 @@ from mcp import Client, StdioServerParameters
 
 from audit_mcp.surfaces.server import build_server
 from tests.conftest import ScriptedReviewer
+from tests.driving import first_review_over_mcp
 
 
 async def _read(client: Client, uri: str) -> str:
@@ -34,11 +35,13 @@ async def drive_audit(client: Client, reviewer: ScriptedReviewer, root: Path) ->
     assert "host_can_dispatch_subagents" in await _read(client, "audit://step/current/prompt")
     step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 3})
     seen_kinds = {step["step_kind"]}
+    seen_packet_kinds: list[str] = []
     for _ in range(10):
         if step["step_kind"] != "dispatch_review":
             break
         plan = json.loads(await _read(client, f"audit://runs/{step['run_id']}/dispatch-plan"))
         assert plan["wave_size"] <= 3
+        seen_packet_kinds.append(plan["packet_kind"])
         for packet in plan["packets"]:
             prompt = await _read(client, packet["prompt_uri"])
             assert packet["packet_id"] in prompt and "untrusted data" in prompt
@@ -54,6 +57,7 @@ async def drive_audit(client: Client, reviewer: ScriptedReviewer, root: Path) ->
         seen_kinds.add(step["step_kind"])
     assert step["step_kind"] == "present_report", step
     assert step["status"] == "complete"
+    assert seen_packet_kinds == ["context", "review", "verify"]
     return step
 
 
@@ -137,7 +141,9 @@ async def test_subagents_submitting_at_once_through_one_server_lose_nothing(
 
     (repo / ".audit-mcp.toml").write_text("max_packet_tokens = 24000\n")
     async with Client(build_server(repo)) as client:
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 16})
+        step = await first_review_over_mcp(
+            client, {"host_can_dispatch_subagents": True, "host_max_active_subagents": 16}
+        )
         plan = json.loads(await _read(client, f"audit://runs/{step['run_id']}/dispatch-plan"))
         assert len(plan["packets"]) >= 6
         receipts: list[dict[str, Any]] = []
@@ -157,4 +163,6 @@ async def test_subagents_submitting_at_once_through_one_server_lose_nothing(
         summary = await _call(client, "merge_and_ingest", {"run_id": plan["run_id"]})
     assert all(r["accepted"] for r in receipts) and len(receipts) == len(plan["packets"])
     assert summary["packets_merged"] == len(plan["packets"])
-    assert summary["coverage"]["reviewed"] == summary["coverage"]["total"]
+    # Everything is reviewed but the verifications this merge added for the critical and high findings.
+    assert summary["coverage"]["reviewed"] == summary["coverage"]["total"] - summary["verifications_planned"] > 0
+    assert summary["coverage"]["pending"] == summary["verifications_planned"] == 4

@@ -12,7 +12,7 @@ import pytest
 from audit_mcp.engine.file_kinds import FileKind, file_kind
 from audit_mcp.engine.languages import detect_language
 from tests.conftest import git
-from tests.driving import cli
+from tests.driving import cli, past_context_json
 from tests.sdist_shape import FILES, NEVER_REVIEWED, lens_can_apply, write_sdist
 
 
@@ -60,6 +60,7 @@ def test_name_extension_and_shebang_give_language_and_kind(path: str, head: byte
 def _audit(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The first step's dispatch plan and the report (JSON) of an audit of ``root`` started on the CLI."""
     code, step = cli(capsys, "next-step", "--root", str(root), "--host-can-dispatch-subagents", "true", *extra)
+    step = past_context_json(root, step)
     assert code == 0 and step["step_kind"] == "dispatch_review", step
     plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
     code, report = cli(capsys, "report", "--root", str(root), "--format", "json")

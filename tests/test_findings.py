@@ -13,13 +13,13 @@ from audit_mcp.engine.checks import MAX_EVIDENCE_LINES, locate_evidence
 from audit_mcp.findings.synthesis import fingerprint, synthesize
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer, git
-from tests.driving import drive, report_json, with_second_lens
+from tests.driving import drive, first_review, report_json, with_second_lens
 
 
 @pytest.fixture
 def dispatched(repo: Path) -> tuple[AuditService, dict[str, Any]]:
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True})
+    step = first_review(service)
     return service, json.loads(Path(step.artifact_paths["plan"]).read_text())
 
 
@@ -222,7 +222,7 @@ def test_a_fingerprint_survives_lines_inserted_above_the_finding(repo: Path, rev
     assert {f["category"]: f["fingerprint"] for f in after} == before
 
 
-def test_work_blocks_group_by_category_and_module_in_severity_order_with_an_effort_hint() -> None:
+def test_work_blocks_are_units_of_change_in_severity_order_with_an_effort_hint() -> None:
     s = synthesize(
         [
             _raw(file="app/a.py", category="CWE-22", severity="medium", evidence="open(os.path.join(base, name))"),
@@ -231,13 +231,12 @@ def test_work_blocks_group_by_category_and_module_in_severity_order_with_an_effo
         ]
     )
     blocks = [b.as_json() for b in s.blocks]
+    # The same CWE in one directory at unrelated sites is two fixes, so two blocks; most severe first.
     assert [(b["order"], b["severity"], b["effort"], len(b["findings"])) for b in blocks] == [
         (1, "critical", "small", 1),
-        (2, "high", "medium", 2),
+        (2, "high", "small", 1),
+        (3, "medium", "small", 1),
     ]
-    assert blocks[1]["title"] == "Path traversal (CWE-22): 2 findings in app/" and blocks[1]["files"] == [
-        "app/a.py",
-        "app/b.py",
-    ]
+    assert [b["files"] for b in blocks] == [["web/x.js"], ["app/b.py"], ["app/a.py"]]
     by_id = {f.finding_id: f for f in s.findings}
-    assert [by_id[i].severity for i in blocks[1]["findings"]] == ["high", "medium"]
+    assert [by_id[b["findings"][0]].severity for b in blocks] == ["critical", "high", "medium"]

@@ -28,7 +28,8 @@ def test_the_forecast_before_dispatch_is_the_plan_dispatched(
 ) -> None:
     root = str(write_sdist(tmp_path / "click-8.1.7"))
     # Packets small enough that the run needs several waves, as on the real sdist.
-    Path(root, ".audit-mcp.toml").write_text("max_packet_tokens = 6000\n")
+    # The review run (the context run before it is forecast the same way, one packet).
+    Path(root, ".audit-mcp.toml").write_text("max_packet_tokens = 6000\ncontext_pass = false\n")
     code, check = cli(capsys, "next-step", "--root", root)
     assert code == 0 and check["step_kind"] == "capability_check"
     code, status = cli(capsys, "status", "--root", root, "--json")
@@ -54,6 +55,7 @@ def test_the_forecast_before_dispatch_is_the_plan_dispatched(
 
 def test_no_packet_id_is_shown_before_its_run_exists(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = str(repo)
+    (repo / ".audit-mcp.toml").write_text("context_pass = false\n")  # one run holds every pending cell
     cli(capsys, "next-step", "--root", root)
     _code, before = cli(capsys, "quota", "--root", root)
     text = json.dumps(before)

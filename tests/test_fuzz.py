@@ -19,6 +19,7 @@ from audit_mcp.core.errors import AuditError
 from audit_mcp.store.sqlite import DB_FILENAME
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
+from tests.driving import finish, first_review
 
 FUZZ = settings(
     max_examples=80,
@@ -124,7 +125,7 @@ def _actionable(messages: list[str]) -> None:
 
 def _dispatched(repo: Path) -> tuple[AuditService, dict[str, Any]]:
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True})
+    step = first_review(service, {"can_dispatch_subagents": True})
     return service, json.loads(Path(step.artifact_paths["plan"]).read_text())
 
 
@@ -201,7 +202,7 @@ def test_fuzzed_submissions_never_crash_and_change_nothing_when_refused(repo: Pa
     for item in plan["packets"]:
         assert service.submit_packet(plan["run_id"], item["packet_id"], reviewer.results(item)).accepted
     service.merge_and_ingest(plan["run_id"], [])
-    assert service.next_step().step_kind == "present_report"
+    assert finish(service).step_kind == "present_report"
 
 
 def test_fuzzed_failure_reports_never_crash_and_a_merge_is_all_or_nothing(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp.surfaces.headless import fill_template
-from tests.driving import run_id
+from tests.driving import first_review, run_id
 
 WORKER = Path(__file__).resolve().parent / "scripted_worker.py"
 EXE = str(Path(sys.executable).with_name("audit-mcp"))
@@ -68,14 +68,15 @@ def test_a_killed_run_resumes_with_only_the_missing_packets(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        env={**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_HANG_AFTER": "1"},
+        env={**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_HANG_AFTER": "2"},
     )
     try:
         assert runner.stderr is not None
         started = 0
-        for line in runner.stderr:  # the second worker starts only once the first has submitted (window of 1)
+        # One worker at a time: the context packet, then the first review packet, then the second one hangs.
+        for line in runner.stderr:
             started += "worker started" in line
-            if started == 2:
+            if started == 3:
                 break
         os.killpg(runner.pid, signal.SIGKILL)
         runner.wait(timeout=30)
@@ -83,12 +84,13 @@ def test_a_killed_run_resumes_with_only_the_missing_packets(
         (state / "release").touch()
         runner.communicate(timeout=30)
     done_before = {p.stem for p in state.glob("*.done")}
-    assert len(done_before) == 1
+    assert done_before >= {f"{run_id(repo, 1, 1)}-P01"} and len(done_before) == 2
     proc = headless(repo, state)
     assert proc.returncode == 0, proc.stderr
     assert "resuming; 1 packet(s) already submitted" in proc.stderr
-    assert json.loads(proc.stdout)["runs"] == [run_id(repo, 1, 1)]
-    first = done_before.pop()
+    # The review resumed, then its verification.
+    assert json.loads(proc.stdout)["runs"] == [run_id(repo, 1, 2), run_id(repo, 1, 3)]
+    first = (done_before - {f"{run_id(repo, 1, 1)}-P01"}).pop()
     assert f"{first}: worker started" not in proc.stderr
     report = json.loads((repo / ".audit-mcp" / "report" / "report.json").read_text())
     assert report["completeness"] == "complete"
@@ -96,6 +98,8 @@ def test_a_killed_run_resumes_with_only_the_missing_packets(
 
 
 def test_a_workers_429_becomes_a_cooldown_and_the_run_stops_to_resume_later(repo: Path, tmp_path: Path) -> None:
+    # A review run of several packets, so that one failing leaves the run open (no context run of one first).
+    (repo / ".audit-mcp.toml").write_text("context_pass = false\n")
     proc = headless(repo, tmp_path / "state", "--max-wait", "0", SCRIPTED_WORKER_429="P01")
     assert proc.returncode == 3, proc.stderr
     result = json.loads(proc.stdout)
@@ -122,7 +126,8 @@ def test_a_rate_limited_worker_narrows_the_rest_of_its_own_run(repo: Path, tmp_p
     from audit_mcp.usecases.service import AuditService
 
     (repo / ".audit-mcp.toml").write_text(
-        "max_packet_tokens = 30000\n[model]\nrequests_per_minute = 4000\ninput_tokens_per_minute = 2000000\n"
+        "max_packet_tokens = 30000\ncontext_pass = false\nverification_pass = false\n"
+        "[model]\nrequests_per_minute = 4000\ninput_tokens_per_minute = 2000000\n"
         "output_tokens_per_minute = 400000\n"
     )
     lines: list[str] = []
@@ -149,7 +154,7 @@ def test_sigterm_stops_the_run_and_its_workers_and_keeps_accepted_work(repo: Pat
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_HANG_AFTER": "1"},
+        env={**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_HANG_AFTER": "2"},
     )
     try:
         assert runner.stderr is not None
@@ -216,7 +221,8 @@ def test_the_next_run_waits_out_a_cooldown_within_max_wait(repo: Path, tmp_path:
     env = {**os.environ, "SCRIPTED_WORKER_STATE": str(state), "SCRIPTED_WORKER_429": f"{run_id(repo)}-P01"}
     runner = HeadlessRunner(AuditService(repo), TEMPLATE, max_wait=600, sleep=waits.append, env=env)
     result = runner.run()
-    assert result.outcome == "complete" and result.runs == [run_id(repo, 1, 1), run_id(repo, 1, 2)]
+    # The context packet hit the rate limit, waited, went again; then the review and its verification.
+    assert result.outcome == "complete" and result.runs == [run_id(repo, 1, n) for n in (1, 2, 3, 4)]
     # The worker's "retry-after: 120", waited out before the next launch (the test's sleep does not pass time,
     # so the next run waits for it again).
     assert waits and all(100 < w <= 120 for w in waits)
@@ -240,9 +246,14 @@ def test_workers_start_no_sooner_than_their_launch_offsets(repo: Path, tmp_path:
                 packet.not_before_seconds = min(order[packet.packet_id], 2) * 0.6
             return status
 
-    (repo / ".audit-mcp.toml").write_text('lenses = ["security"]\nmax_packet_tokens = 12000\n')  # a few packets
+    # A few review packets, and no other run whose packets the offsets above would not know.
+    (repo / ".audit-mcp.toml").write_text(
+        'lenses = ["security"]\nmax_packet_tokens = 12000\ncontext_pass = false\nverification_pass = false\n'
+    )
     service = Paced(repo)
-    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 8, "dispatch_mode": "rolling"})
+    step = first_review(
+        service, {"can_dispatch_subagents": True, "max_active_subagents": 8, "dispatch_mode": "rolling"}
+    )
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     plan_ids = [p["packet_id"] for p in plan["packets"]]
     assert len(plan_ids) >= 3

@@ -9,6 +9,7 @@ from typing import Any
 
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
+from tests.driving import finish, first_review, past
 
 CAPS = {"can_dispatch_subagents": True}
 
@@ -33,7 +34,7 @@ def test_a_file_changed_during_review_goes_back_to_pending_and_is_reviewed_again
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
     service = AuditService(repo)
-    plan = _plan(service.next_step(CAPS).artifact_paths["plan"])
+    plan = _plan(first_review(service, CAPS).artifact_paths["plan"])
     target = repo / "app" / "utils_text.py"
     lines = len(target.read_text().splitlines())
     _submit_all(service, plan, reviewer)
@@ -52,7 +53,7 @@ def test_a_file_changed_during_review_goes_back_to_pending_and_is_reviewed_again
     assert {end for _, _, end in _tasks_of(again, "app/utils_text.py")} == {lines + 3}
     _submit_all(service, again, reviewer)
     service.merge_and_ingest(again["run_id"], [])
-    assert service.next_step().step_kind == "present_report"
+    assert finish(service).step_kind == "present_report"
     assert service.coverage()["completeness"] == "complete"
 
 
@@ -60,13 +61,14 @@ def test_a_file_changed_after_its_review_is_reviewed_again_before_the_report_and
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
     service = AuditService(repo)
-    plan = _plan(service.next_step(CAPS).artifact_paths["plan"])
+    plan = _plan(first_review(service, CAPS).artifact_paths["plan"])
     _submit_all(service, plan, reviewer)
     service.merge_and_ingest(plan["run_id"], [])
     target = repo / "app" / "cache.py"
     target.write_text(target.read_text().replace("\n", "\n\n", 1))
 
-    step = service.next_step()
+    # The verifiers go first (the findings were in when the file changed); the report's check finds the change.
+    step = past(service, service.next_step(), "verify")
     assert step.step_kind == "dispatch_review"
     again = _plan(step.artifact_paths["plan"])
     assert {t["file"] for p in again["packets"] for t in p["tasks"]} == {"app/cache.py"}
@@ -81,11 +83,11 @@ def test_a_file_deleted_during_review_is_named_as_a_gap_instead_of_counted_as_co
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
     service = AuditService(repo)
-    plan = _plan(service.next_step(CAPS).artifact_paths["plan"])
+    plan = _plan(first_review(service, CAPS).artifact_paths["plan"])
     _submit_all(service, plan, reviewer)
     (repo / "web" / "server.js").unlink()
     service.merge_and_ingest(plan["run_id"], [])
-    step = service.next_step()
+    step = finish(service)
     assert step.step_kind == "present_report" and step.completeness == "partial"
     report = service.report()
     assert "web/server.js" in report and "deleted" in report
@@ -108,7 +110,7 @@ def test_hostile_files_in_a_directory_that_is_not_a_git_repository(
     (plain_repo / "linked").symlink_to(outside, target_is_directory=True)
 
     service = AuditService(plain_repo)
-    step = service.next_step(CAPS)
+    step = first_review(service, CAPS)
     assert step.step_kind == "dispatch_review"
     plan = _plan(step.artifact_paths["plan"])
     files = {t["file"] for p in plan["packets"] for t in p["tasks"]}
@@ -120,7 +122,7 @@ def test_hostile_files_in_a_directory_that_is_not_a_git_repository(
             assert "untrusted" in Path(packet["prompt_path"]).read_text()
     _submit_all(service, plan, reviewer)
     service.merge_and_ingest(plan["run_id"], [])
-    assert service.next_step().step_kind == "present_report"
+    assert finish(service).step_kind == "present_report"
     report = service.report()
     for path, why in [
         ("leak.py", "leaves the repository root"),

@@ -11,6 +11,7 @@ import pytest
 
 from audit_mcp.engine.ignores import IgnoreRules, walk_paths
 from audit_mcp.usecases.service import AuditService
+from tests.driving import first_review
 
 TREE = {
     ".gitignore": "*.log\nbuild/\n/top-only.txt\nlogs/*\n!logs/kept/\n",
@@ -86,7 +87,7 @@ def test_intake_of_a_plain_directory_reviews_a_file_a_deeper_gitignore_re_includ
     (plain_repo / "tools" / ".gitignore").write_text("!keep.py\n")
     (plain_repo / "tools" / "keep.py").write_text("import os\n\nos.system('make')\n")
     (plain_repo / "tools" / "scratch.py").write_text("print('ignored')\n")
-    step = AuditService(plain_repo).next_step({"can_dispatch_subagents": True})
+    step = first_review(AuditService(plain_repo), {"can_dispatch_subagents": True})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     files = {task["file"] for packet in plan["packets"] for task in packet["tasks"]}
     assert "tools/keep.py" in files

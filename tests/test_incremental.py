@@ -10,6 +10,7 @@ from typing import Any
 
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer, git
+from tests.driving import finish, first_review
 
 CAPS = {"can_dispatch_subagents": True}
 
@@ -33,8 +34,8 @@ def test_a_new_audit_reviews_only_changed_files_and_keeps_the_rest_with_their_fi
     repo: Path, reviewer: ScriptedReviewer, answer_key: dict[str, Any]
 ) -> None:
     service = AuditService(repo)
-    _finish(service, reviewer, service.next_step(CAPS).artifact_paths["plan"])
-    assert service.next_step().step_kind == "present_report"
+    _finish(service, reviewer, first_review(service, CAPS).artifact_paths["plan"])
+    assert finish(service).step_kind == "present_report"
     cache = repo / "app" / "cache.py"
     cache.write_text(cache.read_text() + "\n# touched\n")
     git(repo, "commit", "-qam", "touch cache")
@@ -62,18 +63,18 @@ def test_since_a_git_ref_audits_only_what_changed_after_it(repo: Path, reviewer:
     (repo / "app" / "new_module.py").write_text("def added():\n    return 42\n")
     (repo / ".audit-mcp.toml").write_text('since = "HEAD~1"\n')
     service = AuditService(repo)
-    step = service.next_step(CAPS)
+    step = first_review(service, CAPS)
     assert step.step_kind == "dispatch_review"
     assert _files(_plan(step.artifact_paths["plan"])) == {"app/db.py", "app/new_module.py"}
     _finish(service, reviewer, step.artifact_paths["plan"])
-    assert service.next_step().step_kind == "present_report"
+    assert finish(service).step_kind == "present_report"
     report = service.report()
     assert "`app/auth.py`: unchanged since HEAD~1" in report
 
 
 def test_a_since_that_git_does_not_know_blocks_with_the_fix(repo: Path) -> None:
     (repo / ".audit-mcp.toml").write_text('since = "no-such-branch"\n')
-    step = AuditService(repo).next_step(CAPS)
+    step = first_review(AuditService(repo), CAPS)
     assert step.step_kind == "blocked" and "no-such-branch" in step.reason and "not a commit" in step.reason
 
 
@@ -82,7 +83,7 @@ def test_since_in_a_directory_that_is_not_a_git_repository_blocks_with_the_fix(t
     root.mkdir()
     (root / "main.py").write_text("print('hi')\n")
     (root / ".audit-mcp.toml").write_text('since = "main"\n')
-    step = AuditService(root).next_step(CAPS)
+    step = first_review(AuditService(root), CAPS)
     assert step.step_kind == "blocked" and "needs a git repository" in step.reason
 
 

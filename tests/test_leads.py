@@ -16,7 +16,7 @@ from audit_mcp.findings.leads import import_leads, lead_report, parse_sarif
 from audit_mcp.store.records import Lead, Verdict
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import FIXTURES, ScriptedReviewer
-from tests.driving import carried, cli, judging
+from tests.driving import carried, cli, finish, first_review, judging, past_context_json
 from tests.sarif_checks import github_problems, schema_errors
 
 BANDIT_SARIF = FIXTURES / "planted_app.bandit.sarif"
@@ -36,6 +36,7 @@ def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the
         "--analyzer-sarif",
         str(BANDIT_SARIF),
     )
+    step = past_context_json(repo, step)
     assert code == 0 and step["step_kind"] == "dispatch_review", step
     plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
     seen: dict[str, str] = {}
@@ -80,6 +81,7 @@ def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the
         assert code == 0 and receipt["accepted"], receipt
     assert sorted(seen.values()) == ["app/config.py", "app/db.py", "app/jobs.py"]
     assert cli(capsys, "merge-and-ingest", "--root", root, "--run-id", plan["run_id"])[0] == 0
+    finish(AuditService(repo))  # the second opinions on the critical and high findings
     code, step = cli(capsys, "next-step", "--root", root)
     assert step["step_kind"] == "present_report"
 
@@ -105,7 +107,7 @@ def test_imported_bandit_alerts_travel_with_their_files_and_the_report_shows_the
 def test_an_analyzer_named_in_the_config_runs_and_its_alerts_match_the_committed_fixture(repo: Path) -> None:
     (repo / ".audit-mcp.toml").write_text('[analyzers]\nrun = ["bandit"]\n')
     service = AuditService(repo)
-    service.next_step({"can_dispatch_subagents": True})
+    first_review(service, {"can_dispatch_subagents": True})
     assert (repo / ".audit-mcp" / "analyzers" / "bandit.sarif").is_file()
     with service.store.read() as tx:
         audit = tx.current_audit()
@@ -148,7 +150,7 @@ def test_an_analyzer_that_is_missing_fails_or_hangs_is_skipped_with_a_note(tmp_p
 
 def test_a_missing_analyzer_file_blocks_the_audit_with_a_fixable_message(repo: Path) -> None:
     (repo / ".audit-mcp.toml").write_text('[analyzers]\nsarif = ["reports/semgrep.sarif"]\n')
-    step = AuditService(repo).next_step({"can_dispatch_subagents": True})
+    step = first_review(AuditService(repo), {"can_dispatch_subagents": True})
     assert step.step_kind == "blocked"
     assert "cannot read analyzer SARIF" in step.reason and "analyzers.sarif" in step.reason
 
@@ -157,7 +159,7 @@ def test_verdicts_must_name_a_carried_lead_of_the_task_file_with_a_known_verdict
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True}, analyzer_sarif=[BANDIT_SARIF])
+    step = first_review(service, {"can_dispatch_subagents": True}, analyzer_sarif=[BANDIT_SARIF])
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     packet = next(p for p in plan["packets"] if any(t["file"] == "app/db.py" for t in p["tasks"]))
     prompt = Path(packet["prompt_path"]).read_text()
@@ -269,7 +271,7 @@ def test_a_lead_whose_file_could_not_be_reviewed_waits_for_the_next_run_and_judg
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True}, analyzer_sarif=[BANDIT_SARIF])
+    step = first_review(service, {"can_dispatch_subagents": True}, analyzer_sarif=[BANDIT_SARIF])
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     for packet in plan["packets"]:
         results = judging(reviewer, Path(packet["prompt_path"]).read_text(), packet)

@@ -15,6 +15,7 @@ from mcp import Client
 from audit_mcp.surfaces.server import build_server
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
+from tests.driving import finish, first_review, past_context_json
 
 CAPS = {"can_dispatch_subagents": True}
 
@@ -40,7 +41,7 @@ def test_an_expired_lease_returns_its_tasks_under_a_new_packet_and_the_late_subm
     (repo / ".audit-mcp.toml").write_text("lease_seconds = 600\n")
     clock = FakeClock()
     service = AuditService(repo, clock=clock)
-    plan = _plan(service.next_step(CAPS).artifact_paths["plan"])
+    plan = _plan(first_review(service, CAPS).artifact_paths["plan"])
     assert plan["lease_expires_at"] == "2026-01-01T00:10:00Z"
     done, late, *others = plan["packets"]
     assert service.submit_packet(plan["run_id"], done["packet_id"], reviewer.results(done)).accepted
@@ -67,12 +68,12 @@ def test_an_expired_lease_returns_its_tasks_under_a_new_packet_and_the_late_subm
     )
     assert holder in receipt.errors[0].message and "superseded" in receipt.errors[0].message
 
-    coverage = service.coverage()["totals"]
+    coverage = service.coverage()["by_kind"]["review"]
     assert coverage.get("reviewed") == len(done["tasks"])
     for packet in again["packets"]:
         assert service.submit_packet(again["run_id"], packet["packet_id"], reviewer.results(packet)).accepted
     service.merge_and_ingest(again["run_id"], [])
-    assert service.next_step().step_kind == "present_report"
+    assert finish(service).step_kind == "present_report"
     assert service.coverage()["completeness"] == "complete"
 
 
@@ -81,11 +82,11 @@ def test_a_lease_still_running_keeps_the_run_and_a_submission_after_expiry_but_b
 ) -> None:
     clock = FakeClock()
     service = AuditService(repo, clock=clock)
-    plan = _plan(service.next_step(CAPS).artifact_paths["plan"])
+    plan = _plan(first_review(service, CAPS).artifact_paths["plan"])
     clock.advance(7200 + 1)  # the default lease is two hours
     for packet in plan["packets"]:
         assert service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet)).accepted
-    assert service.next_step().step_kind == "present_report"
+    assert finish(service).step_kind == "present_report"
 
 
 def test_a_restarted_host_gets_back_only_the_missing_packets_of_the_run_in_flight(
@@ -98,7 +99,7 @@ def test_a_restarted_host_gets_back_only_the_missing_packets_of_the_run_in_fligh
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
-    step = cli("next-step", "--host-can-dispatch-subagents", "true")
+    step = past_context_json(repo, cli("next-step", "--host-can-dispatch-subagents", "true"))
     plan = _plan(step["artifact_paths"]["plan"])
     first = plan["packets"][0]
     results = tmp_path / "first.json"
@@ -135,3 +136,79 @@ async def test_over_mcp_an_expired_packet_is_reissued_and_its_late_submission_na
         assert receipt is not None and not receipt["accepted"]
         assert again["run_id"] in receipt["errors"][0]["message"]
         assert "superseded" in receipt["errors"][0]["message"]
+
+
+def _through_review(service: AuditService, reviewer: ScriptedReviewer) -> dict[str, Any]:
+    """Answer the context and review runs; the plan of the verification run that follows."""
+    step = service.next_step(CAPS)
+    while True:
+        plan = _plan(step.artifact_paths["plan"])
+        if plan["packet_kind"] == "verify":
+            return plan
+        for packet in plan["packets"]:
+            assert service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet)).accepted
+        service.merge_and_ingest(plan["run_id"], [])
+        step = service.next_step()
+
+
+@pytest.mark.parametrize("kind", ["context", "verify"])
+def test_an_expired_context_or_verification_packet_is_reissued_and_its_late_answer_names_the_new_one(
+    repo: Path, reviewer: ScriptedReviewer, kind: str
+) -> None:
+    (repo / ".audit-mcp.toml").write_text("lease_seconds = 600\n")
+    clock = FakeClock()
+    service = AuditService(repo, clock=clock)
+    plan = (
+        _plan(service.next_step(CAPS).artifact_paths["plan"])
+        if kind == "context"
+        else _through_review(service, reviewer)
+    )
+    assert plan["packet_kind"] == kind
+    clock.advance(601)
+    step = service.next_step()
+    again = _plan(step.artifact_paths["plan"])
+    assert again["packet_kind"] == kind and again["run_id"] != plan["run_id"]
+    tasks = {t["task_id"] for p in plan["packets"] for t in p["tasks"]}
+    assert {t["task_id"] for p in again["packets"] for t in p["tasks"]} == tasks
+    assert all("lease expired" in Path(p["prompt_path"]).read_text() for p in again["packets"])
+    late = service.submit_packet(plan["run_id"], plan["packets"][0]["packet_id"], reviewer.results(plan["packets"][0]))
+    assert not late.accepted and "superseded" in late.errors[0].message
+    assert again["packets"][0]["packet_id"] in late.errors[0].message
+    with service.store.read() as tx:
+        audit = tx.current_audit()
+        assert audit is not None
+        attempts = {c.attempts for c in tx.cells_by_id(audit.audit_id, sorted(tasks)).values()}
+    assert attempts == {1}
+    step = service.next_step()
+    while step.step_kind == "dispatch_review":
+        current = _plan(step.artifact_paths["plan"])
+        for packet in current["packets"]:
+            assert service.submit_packet(current["run_id"], packet["packet_id"], reviewer.results(packet)).accepted
+        service.merge_and_ingest(current["run_id"], [])
+        step = service.next_step()
+    assert step.step_kind == "present_report" and service.coverage()["completeness"] == "complete"
+
+
+def test_a_verification_that_fails_past_its_attempts_is_a_named_gap_and_the_audit_is_partial(
+    repo: Path, reviewer: ScriptedReviewer
+) -> None:
+    (repo / ".audit-mcp.toml").write_text("max_attempts = 2\n")
+    service = AuditService(repo)
+    plan = _through_review(service, reviewer)
+    for attempt in range(2):
+        failures = [
+            {"packet_id": p["packet_id"], "error": f"the verifier crashed ({attempt})"} for p in plan["packets"]
+        ]
+        service.merge_and_ingest(plan["run_id"], failures)
+        step = service.next_step()
+        if attempt == 0:
+            plan = _plan(step.artifact_paths["plan"])
+            assert plan["packet_kind"] == "verify"
+    assert step.step_kind == "present_report" and step.completeness == "partial"
+    doc = json.loads(service.report("json"))
+    gaps = [g for g in doc["gaps"]["cells"] if g["lens"] == "verify"]
+    assert len(gaps) == 4 and all("gave up after 2 attempt(s)" in g["reason"] for g in gaps)
+    assert {f["status"] for f in doc["findings"]} == {"unverified"}
+    sarif = json.loads(service.report("sarif"))
+    notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert sum(1 for n in notes if n.get("properties", {}).get("lens") == "verify") == 4

@@ -8,6 +8,7 @@ from audit_mcp.core.config import LensRule, SessionConfig
 from audit_mcp.engine.coverage import build_cells
 from audit_mcp.engine.languages import import_edges
 from audit_mcp.usecases.service import AuditService
+from tests.driving import first_review
 
 
 def test_the_stored_matrix_matches_build_cells_with_lens_rules_and_chunks(repo: Path) -> None:
@@ -18,11 +19,11 @@ def test_the_stored_matrix_matches_build_cells_with_lens_rules_and_chunks(repo: 
         '[[lens_rules]]\nglob = "app/db.py"\nlenses = ["performance", "security"]\n'
     )
     service = AuditService(repo)
-    service.next_step({"can_dispatch_subagents": True})
+    first_review(service, {"can_dispatch_subagents": True})
     with service.store.read() as tx:
         audit = tx.current_audit()
         assert audit is not None
-        files, stored = tx.files(audit.audit_id), tx.cells(audit.audit_id)
+        files, stored = tx.files(audit.audit_id), tx.cells(audit.audit_id, kinds=["review"])
     config = SessionConfig(
         lenses=["security", "correctness", "performance"],
         chunk_threshold_lines=1000,

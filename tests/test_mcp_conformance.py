@@ -18,6 +18,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 
 from audit_mcp.surfaces.server import build_server
 from tests.conftest import ScriptedReviewer
+from tests.driving import first_review_over_mcp, run_id
 
 STEP, STATUS = "audit://step/current", "audit://status"
 
@@ -135,10 +136,13 @@ async def test_run_packet_task_ids_and_roots_complete(repo: Path, mode: str) -> 
         assert client.server_capabilities.completions is not None
         before = await client.complete(plan_ref, {"name": "run_id", "value": ""})
         assert before.completion.values == []  # no audit yet: nothing to offer, and no error
-        result = await client.call_tool("next_step", {"host_can_dispatch_subagents": True})
-        plan = json.loads(Path(result.structured_content["artifact_paths"]["plan"]).read_text())  # type: ignore[index]
+        step = await first_review_over_mcp(client)
+        plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
         runs = await client.complete(plan_ref, {"name": "run_id", "value": "A"})
-        assert runs.completion.values == [plan["run_id"]]
+        assert runs.completion.values == [
+            plan["run_id"],
+            run_id(repo, 1, 1),
+        ]  # newest first: this review run, the context run
         packets = await client.complete(
             prompt_ref, {"name": "packet_id", "value": ""}, context_arguments={"run_id": plan["run_id"]}
         )

@@ -12,7 +12,7 @@ import pytest
 from audit_mcp.core.errors import NotFoundError
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
-from tests.driving import run_id
+from tests.driving import finish, first_review, run_id
 
 
 def _plan(step_plan_path: str) -> dict[str, Any]:
@@ -23,7 +23,7 @@ def test_a_packet_nobody_submitted_is_requeued_and_reissued_with_what_went_wrong
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
     service = AuditService(repo)
-    plan = _plan(service.next_step({"can_dispatch_subagents": True}).artifact_paths["plan"])
+    plan = _plan(first_review(service, {"can_dispatch_subagents": True}).artifact_paths["plan"])
     first, *rest = plan["packets"]
     for packet in rest:
         assert service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet)).accepted
@@ -43,7 +43,7 @@ def test_a_packet_nobody_submitted_is_requeued_and_reissued_with_what_went_wrong
 def test_tasks_that_fail_past_the_retry_budget_are_failed_and_named_as_gaps(repo: Path) -> None:
     (repo / ".audit-mcp.toml").write_text('lenses = ["security"]\nmax_attempts = 2\n')
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True})
+    step = first_review(service, {"can_dispatch_subagents": True})
     for attempt in range(2):
         plan = _plan(step.artifact_paths["plan"])
         service.merge_and_ingest(
@@ -59,7 +59,7 @@ def test_tasks_that_fail_past_the_retry_budget_are_failed_and_named_as_gaps(repo
 
 def test_an_authentication_failure_blocks_instead_of_retrying(repo: Path) -> None:
     service = AuditService(repo)
-    plan = _plan(service.next_step({"can_dispatch_subagents": True}).artifact_paths["plan"])
+    plan = _plan(first_review(service, {"can_dispatch_subagents": True}).artifact_paths["plan"])
     service.merge_and_ingest(
         plan["run_id"], [{"packet_id": plan["packets"][0]["packet_id"], "error": "401 Unauthorized: invalid x-api-key"}]
     )
@@ -74,7 +74,7 @@ def test_an_authentication_failure_blocks_instead_of_retrying(repo: Path) -> Non
 def test_a_rate_limited_wave_sets_a_cooldown_in_the_next_plan(repo: Path) -> None:
     moment = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     service = AuditService(repo, clock=lambda: moment)
-    plan = _plan(service.next_step({"can_dispatch_subagents": True}).artifact_paths["plan"])
+    plan = _plan(first_review(service, {"can_dispatch_subagents": True}).artifact_paths["plan"])
     service.merge_and_ingest(
         plan["run_id"],
         [
@@ -92,7 +92,7 @@ def test_a_rate_limited_wave_sets_a_cooldown_in_the_next_plan(repo: Path) -> Non
 
 def test_merging_twice_changes_nothing_and_unknown_runs_are_refused(repo: Path, reviewer: ScriptedReviewer) -> None:
     service = AuditService(repo)
-    plan = _plan(service.next_step({"can_dispatch_subagents": True}).artifact_paths["plan"])
+    plan = _plan(first_review(service, {"can_dispatch_subagents": True}).artifact_paths["plan"])
     for packet in plan["packets"]:
         service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet))
     first = service.merge_and_ingest(plan["run_id"])
@@ -106,7 +106,7 @@ def test_a_partly_submitted_run_is_handed_back_with_only_the_missing_packets(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
     service = AuditService(repo)
-    plan = _plan(service.next_step({"can_dispatch_subagents": True}).artifact_paths["plan"])
+    plan = _plan(first_review(service, {"can_dispatch_subagents": True}).artifact_paths["plan"])
     done = plan["packets"][0]
     service.submit_packet(plan["run_id"], done["packet_id"], reviewer.results(done))
     resumed = AuditService(repo).next_step()  # a restarted host
@@ -120,12 +120,12 @@ def test_a_new_audit_after_a_finished_one_starts_over_and_its_report_is_provisio
 ) -> None:
     (repo / ".audit-mcp.toml").write_text('lenses = ["security"]\ncarry_forward = false\n')
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True})
+    step = first_review(service, {"can_dispatch_subagents": True})
     plan = _plan(step.artifact_paths["plan"])
     for packet in plan["packets"]:
         service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet))
     service.merge_and_ingest(plan["run_id"])
-    assert service.next_step().step_kind == "present_report"
+    assert finish(service).step_kind == "present_report"
     assert "**Completeness: complete**" in service.report()
     fresh = service.next_step(new_audit=True)
     assert fresh.step_kind == "dispatch_review" and fresh.run_id == run_id(repo, 2, 1)
@@ -134,7 +134,7 @@ def test_a_new_audit_after_a_finished_one_starts_over_and_its_report_is_provisio
 
 def test_two_runs_failing_the_same_way_stop_with_a_blocker_instead_of_looping(repo: Path) -> None:
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True})
+    step = first_review(service, {"can_dispatch_subagents": True})
     for _ in range(2):
         plan = _plan(step.artifact_paths["plan"])
         service.merge_and_ingest(
@@ -148,7 +148,7 @@ def test_two_runs_failing_the_same_way_stop_with_a_blocker_instead_of_looping(re
 def test_an_http_date_retry_after_sets_the_cooldown_it_names(repo: Path) -> None:
     moment = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     service = AuditService(repo, clock=lambda: moment)
-    plan = _plan(service.next_step({"can_dispatch_subagents": True}).artifact_paths["plan"])
+    plan = _plan(first_review(service, {"can_dispatch_subagents": True}).artifact_paths["plan"])
     error = "API Error: 429 Too Many Requests (retry-after: Mon, 30 Nov 2026 12:30:00 GMT)"
     service.merge_and_ingest(plan["run_id"], [{"packet_id": p["packet_id"], "error": error} for p in plan["packets"]])
     step = service.next_step()

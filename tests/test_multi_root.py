@@ -83,23 +83,37 @@ async def test_two_clients_on_two_roots_of_one_http_server_never_mix_their_runs(
             step_y = await _call(two, "next_step", {**caps, "root": str(y)})
             assert step_x["repo_root"] == str(x.resolve()) and step_y["repo_root"] == str(y.resolve())
             assert step_x["run_id"] != step_y["run_id"]  # both are run 1 of audit 1, in different roots
-            plans = {}
-            for client, step in ((one, step_x), (two, step_y)):
-                text = (await client.read_resource(f"audit://runs/{step['run_id']}/dispatch-plan")).contents[0]
-                plans[step["run_id"]] = json.loads(text.text)  # type: ignore[union-attr]
-            # Client one submits for its root after client two has made Y the server's latest root.
-            for client, step in ((one, step_x), (two, step_y)):
-                for packet in plans[step["run_id"]]["packets"]:
-                    args = {"run_id": step["run_id"], "packet_id": packet["packet_id"]}
-                    receipt = await _call(client, "submit_packet", {**args, "results": reviewer.results(packet)})
-                    assert receipt["accepted"], receipt
-            assert all(p.startswith(step_x["run_id"]) for p in _submissions(x))
-            assert all(p.startswith(step_y["run_id"]) for p in _submissions(y))
-            for client, step in ((one, step_x), (two, step_y)):
-                summary = await _call(client, "merge_and_ingest", {"run_id": step["run_id"]})
-                assert summary["packets_merged"] == len(plans[step["run_id"]]["packets"])
-            assert (await _call(one, "next_step", {}))["step_kind"] == "present_report"
-            assert (await _call(two, "next_step", {"root": str(y)}))["step_kind"] == "present_report"
+            # Run by run (the context, the review, its verification), in step on both roots.
+            for _ in range(4):
+                if step_x["step_kind"] != "dispatch_review" and step_y["step_kind"] != "dispatch_review":
+                    break
+                step_x, step_y = await _one_run_each(one, two, y, step_x, step_y, reviewer)
+            assert step_x["step_kind"] == "present_report" and step_y["step_kind"] == "present_report"
+
+
+async def _one_run_each(
+    one: Client, two: Client, y: Path, step_x: dict[str, Any], step_y: dict[str, Any], reviewer: ScriptedReviewer
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both clients answer their root's open run, submitting in turn, merge it and take their next step."""
+    x_root = Path(step_x["repo_root"])
+    plans = {}
+    for client, step in ((one, step_x), (two, step_y)):
+        text = (await client.read_resource(f"audit://runs/{step['run_id']}/dispatch-plan")).contents[0]
+        plans[step["run_id"]] = json.loads(text.text)  # type: ignore[union-attr]
+    # Client one submits for its root after client two has made Y the server's latest root.
+    for client, step in ((one, step_x), (two, step_y)):
+        for packet in plans[step["run_id"]]["packets"]:
+            args = {"run_id": step["run_id"], "packet_id": packet["packet_id"]}
+            receipt = await _call(client, "submit_packet", {**args, "results": reviewer.results(packet)})
+            assert receipt["accepted"], receipt
+    # Every packet submitted in a root carries that root's tag (A1-R2-<tag>-P01): nothing crossed over.
+    for root, step in ((x_root, step_x), (y, step_y)):
+        tag = step["run_id"].rsplit("-", 1)[1]
+        assert all(packet.split("-")[2] == tag for packet in _submissions(root))
+    for client, step in ((one, step_x), (two, step_y)):
+        summary = await _call(client, "merge_and_ingest", {"run_id": step["run_id"]})
+        assert summary["packets_merged"] == len(plans[step["run_id"]]["packets"])
+    return await _call(one, "next_step", {}), await _call(two, "next_step", {"root": str(y)})
 
 
 @pytest.mark.anyio

@@ -13,7 +13,7 @@ import pytest
 
 from audit_mcp.surfaces.cli import main
 from tests.conftest import ScriptedReviewer
-from tests.driving import cli, run_id
+from tests.driving import cli, past_context_json, run_id
 
 NEXT = ("--host-can-dispatch-subagents", "true", "--host-max-active-subagents", "4")
 RECEIPT_FIELDS = (
@@ -37,8 +37,10 @@ def _failing(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 
 
 def _start(repo: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """The first review run's plan (the context run before it answered and merged)."""
     code, step = cli(capsys, "next-step", "--root", str(repo), *NEXT)
     assert code == 0 and step["step_kind"] == "dispatch_review", step
+    step = past_context_json(repo, step)
     return dict(json.loads(Path(step["artifact_paths"]["plan"]).read_text()))
 
 
@@ -71,7 +73,7 @@ def test_ingest_results_records_a_file_named_by_its_packet_once(
     code, again = cli(capsys, "ingest-results", "--root", str(repo), "--results", str(path))
     assert code == 0 and again["duplicate"] is True
     _, status = cli(capsys, "status", "--root", str(repo), "--json")
-    assert status["runs"][0]["submitted"] == 1
+    assert next(r for r in status["runs"] if r["run_id"] == plan["run_id"])["submitted"] == 1
     assert any(f"ingested from file {path}" in e["detail"] for e in status["ledger"])
 
 
@@ -116,7 +118,7 @@ def test_validate_results_gives_submit_packets_receipt_and_records_nothing(
         assert code == (0 if packet is good else 2)
         assert dry[packet["packet_id"]]["dry_run"] is True
     _, status = cli(capsys, "status", "--root", str(repo), "--json")
-    assert status["runs"][0]["submitted"] == 0  # nothing recorded
+    assert next(r for r in status["runs"] if r["run_id"] == plan["run_id"])["submitted"] == 0  # nothing recorded
     for packet, path in ((good, good_file), (bad, bad_file)):
         args = ("--root", str(repo), "--run-id", plan["run_id"], "--packet-id", packet["packet_id"])
         _, real = cli(capsys, "submit-packet", *args, "--results", str(path))
@@ -194,7 +196,8 @@ def test_requeue_sends_work_back_with_its_reason_in_the_next_prompt_and_a_new_re
     assert code == 3 and "handed out in packet" in held["not_requeued"][next(iter(tasks))]
     _finish(repo, reviewer, capsys, tmp_path / "again")
     _, report = cli(capsys, "report", "--root", root, "--format", "json")
-    assert report["completeness"] == "complete" and report["audit"]["runs"] == 2
+    # Runs: the context, the review, its verification, and the requeued review.
+    assert report["completeness"] == "complete" and report["audit"]["runs"] == 4
     code, err = _failing(capsys, "requeue", "--root", root, "--file", "nowhere/*.py", "--reason", "x")
     assert code == 1 and "nothing to requeue" in err
 

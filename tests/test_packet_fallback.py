@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
+from tests.driving import first_review_over_mcp
+
 PLAIN_PATH = "/usr/bin:/bin"
 
 
@@ -44,9 +46,8 @@ async def test_a_reviewer_with_a_plain_path_submits_with_the_command_its_prompt_
         env={"AUDIT_MCP_STATE_DIR": os.environ["AUDIT_MCP_STATE_DIR"], "PATH": PLAIN_PATH},
     )
     async with Client(params) as client:
-        result = await client.call_tool("next_step", {"host_can_dispatch_subagents": True})
-        step = result.structured_content
-        assert step is not None and step["step_kind"] == "dispatch_review", step
+        step = await first_review_over_mcp(client)
+        assert step["step_kind"] == "dispatch_review", step
         plan = json.loads((Path(step["artifact_paths"]["plan"])).read_text())
         packet = max(plan["packets"], key=lambda p: len(p["tasks"]))
         assert len(packet["tasks"]) > 3

@@ -11,6 +11,7 @@ from audit_mcp.engine.packets import pack
 from audit_mcp.scheduling.limits import balanced_waves
 from audit_mcp.store.records import FileRow
 from audit_mcp.usecases.service import AuditService
+from tests.driving import first_review
 
 
 def _rows(n: int, lines: int = 100, size: int = 4_000) -> list[FileRow]:
@@ -52,7 +53,7 @@ def test_a_chunked_file_gets_targeted_read_instructions(repo: Path) -> None:
     (repo / "huge.py").write_text("".join(f"value_{i} = {i}\n" for i in range(3_200)))
     (repo / ".audit-mcp.toml").write_text('lenses = ["correctness"]\n')
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True})
+    step = first_review(service, {"can_dispatch_subagents": True})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     ranges = sorted(
         (t["start_line"], t["end_line"]) for p in plan["packets"] for t in p["tasks"] if t["file"] == "huge.py"
@@ -71,7 +72,7 @@ def test_waves_are_balanced_and_never_wider_than_sixteen() -> None:
 
 def test_packet_prompts_share_a_byte_identical_leading_block(repo: Path) -> None:
     (repo / ".audit-mcp.toml").write_text("max_packet_tokens = 20000\n")
-    step = AuditService(repo).next_step({"can_dispatch_subagents": True})
+    step = first_review(AuditService(repo), {"can_dispatch_subagents": True})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     assert len(plan["packets"]) >= 2
     prompts = [Path(p["prompt_path"]).read_text() for p in plan["packets"]]

@@ -11,6 +11,7 @@ import pytest
 from mcp import Client, MCPError
 
 from audit_mcp.surfaces.server import build_server
+from tests.driving import first_review_over_mcp
 
 # What a host takes from one read, with a pessimistic 3 characters per token for JSON.
 MAX_READ_CHARS = 20_000 * 3
@@ -54,7 +55,9 @@ async def _call(client: Client, name: str, args: dict[str, Any]) -> dict[str, An
 async def test_a_200_packet_plan_is_read_in_pages_and_waves_under_20k_tokens(tmp_path: Path) -> None:
     root = _many_packets(tmp_path / "many")
     async with Client(build_server(root)) as client:
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 8})
+        step = await first_review_over_mcp(
+            client, {"host_can_dispatch_subagents": True, "host_max_active_subagents": 8}
+        )
         plan_file = Path(step["artifact_paths"]["plan"])
         plan = json.loads(plan_file.read_text())
         assert len(plan["packets"]) == 200 and len(plan_file.read_text()) > 5 * MAX_READ_CHARS

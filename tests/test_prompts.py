@@ -13,7 +13,7 @@ from audit_mcp.core.config import DEFAULT_LENSES
 from audit_mcp.engine.lenses import available_lenses
 from audit_mcp.engine.templates import load, placeholders, prompts_dir, render
 from tests.conftest import FIXTURES
-from tests.driving import cli
+from tests.driving import cli, past_context_json
 
 PACKAGE = Path(__file__).resolve().parent.parent / "audit_mcp"
 
@@ -93,7 +93,7 @@ def test_a_security_only_audit_asks_its_reviewers_for_denial_of_service_and_redo
         (root / ".audit-mcp.toml").write_text(f"lenses = {lenses}\n")
         code, step = cli(capsys, "next-step", "--root", str(root), "--host-can-dispatch-subagents", "true")
         assert code == 0, step
-        plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
+        plan = json.loads(Path(past_context_json(root, step)["artifact_paths"]["plan"]).read_text())
         return Path(plan["packets"][0]["prompt_path"]).read_text()
 
     alone = first_prompt('["security"]')

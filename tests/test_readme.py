@@ -93,5 +93,6 @@ def test_the_documented_workflow_is_the_shipped_file_and_runs_a_real_headless_au
     run_line = next(line.strip() for line in workflow.splitlines() if line.strip().startswith("audit-mcp run "))
     check_command(shlex.split(run_line))
     assert "{prompt_path}" in run_line
-    assert "sarif_file: .audit-mcp/report/report.sarif" in workflow
+    assert "sarif_file: .audit-mcp/report/upload.sarif" in workflow
+    assert "--format sarif --drop-refuted > .audit-mcp/report/upload.sarif" in workflow
     assert "security-events: write" in workflow

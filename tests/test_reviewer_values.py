@@ -18,26 +18,29 @@ from mcp import Client
 from audit_mcp.surfaces.server import build_server
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import FIXTURES, ScriptedReviewer, git
-from tests.driving import cli
+from tests.driving import cli, finish, first_review
 
 CAPS = {"can_dispatch_subagents": True}
 
 
 def _dispatched(repo: Path) -> tuple[AuditService, dict[str, Any]]:
     service = AuditService(repo)
-    step = service.next_step(CAPS)
+    step = first_review(service, CAPS)
     return service, json.loads(Path(step.artifact_paths["plan"]).read_text())
 
 
 def _submissions(service: AuditService) -> int:
     with service.store.read() as tx:
-        return int(tx.conn.execute("SELECT COUNT(*) FROM submissions").fetchone()[0])
+        # Review submissions: the context packet answered before review is not what these tests send.
+        sql = "SELECT COUNT(*) FROM submissions s JOIN packets p ON p.packet_id = s.packet_id WHERE p.kind = 'review'"
+        return int(tx.conn.execute(sql).fetchone()[0])
 
 
 def _finish(service: AuditService, plan: dict[str, Any], reviewer: ScriptedReviewer) -> None:
     for packet in plan["packets"]:
         assert service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet)).accepted
     service.merge_and_ingest(plan["run_id"], [])
+    finish(service)  # the verification run the findings call for
 
 
 @pytest.mark.parametrize("key", ["input_tokens", "output_tokens", "api_calls", "seconds", "rate_limited_calls"])
@@ -292,5 +295,5 @@ def test_two_identical_submissions_that_race_are_one_submission(repo: Path, revi
     assert raced and receipt.accepted and receipt.duplicate
     assert not any("replaced" in w.message for w in receipt.warnings)
     with service.store.read() as tx:
-        entries = [e for e in tx.ledger(1) if e["action"] == "submit_packet"]
+        entries = [e for e in tx.ledger(1) if e["action"] == "submit_packet" and packet["packet_id"] in e["detail"]]
     assert len(entries) == 1 and "replaced" not in entries[0]["detail"]

@@ -15,7 +15,7 @@ from audit_mcp.surfaces.cli import main
 from audit_mcp.surfaces.server import build_server
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
-from tests.driving import drive
+from tests.driving import drive, finish, first_review
 from tests.sarif_checks import github_problems, schema_errors
 from tests.test_e2e_mcp import _read, drive_audit
 
@@ -65,13 +65,13 @@ def test_an_incomplete_audit_says_so_and_names_every_gap_in_the_sarif(
 ) -> None:
     (repo / ".audit-mcp.toml").write_text("max_attempts = 1\n")
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True})
+    step = first_review(service, {"can_dispatch_subagents": True})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     lost, *rest = plan["packets"]
     for packet in rest:
         assert service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet)).accepted
     service.merge_and_ingest(plan["run_id"], [{"packet_id": lost["packet_id"], "error": "the subagent timed out"}])
-    assert service.next_step({}).step_kind == "present_report"
+    assert finish(service).step_kind == "present_report"
     doc = _cli_sarif(repo, capsys)
     assert schema_errors(doc) == [] and github_problems(doc) == []
     invocation = doc["runs"][0]["invocations"][0]

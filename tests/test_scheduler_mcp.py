@@ -19,6 +19,7 @@ from audit_mcp.surfaces.cli import main
 from audit_mcp.surfaces.server import build_server
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
+from tests.driving import first_review
 
 START = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -65,6 +66,8 @@ async def _clean_run(client: Client, reviewer: ScriptedReviewer, plan: dict[str,
 
 
 # Limits the account really has (configured): the host's four slots, not the limits, set the first width.
+# These tests count what review runs teach the scheduler: no context or verification run between them.
+REVIEW_ONLY = "context_pass = false\nverification_pass = false\n"
 ROOMY = "[model]\nrequests_per_minute = 4000\ninput_tokens_per_minute = 2000000\noutput_tokens_per_minute = 400000\n"
 
 
@@ -74,7 +77,9 @@ async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
 ) -> None:
     # carry_forward off: the second audit below reviews everything again instead of keeping the first's cells.
     (repo / ".audit-mcp.toml").write_text(
-        'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\ncarry_forward = false\n' + ROOMY
+        'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\ncarry_forward = false\n'
+        # Only review runs: what each run teaches the scheduler is counted below, run by run.
+        "context_pass = false\nverification_pass = false\n" + ROOMY
     )
     clock = FakeClock()
     async with Client(build_server(repo, clock=clock)) as client:
@@ -137,7 +142,9 @@ async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
 
 @pytest.mark.anyio
 async def test_a_throttled_wave_narrows_the_rest_of_its_own_run(repo: Path, reviewer: ScriptedReviewer) -> None:
-    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY)
+    (repo / ".audit-mcp.toml").write_text(
+        REVIEW_ONLY + 'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY
+    )
     clock = FakeClock()
     async with Client(build_server(repo, clock=clock)) as client:
         await _call(client, "next_step", {"root": str(repo)})
@@ -181,7 +188,7 @@ async def test_rate_limit_retries_reported_in_usage_narrow_the_next_wave_without
     # No input limit configured: the 429s say nothing about one, and the learned cap takes a quarter off.
     roomy_but_input = "[model]\nrequests_per_minute = 4000\noutput_tokens_per_minute = 400000\n"
     (repo / ".audit-mcp.toml").write_text(
-        'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + roomy_but_input
+        REVIEW_ONLY + 'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + roomy_but_input
     )
     clock = FakeClock()
     async with Client(build_server(repo, clock=clock)) as client:
@@ -215,7 +222,9 @@ async def test_throttling_below_a_configured_input_limit_lowers_it_to_what_the_r
 ) -> None:
     # The config says 2M input tokens a minute, but four runs drawing 20,000 tokens over 600 s each (8,000 a
     # minute together) saw a sixth of their calls refused: the key gets about 8,000, whatever the config says.
-    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY)
+    (repo / ".audit-mcp.toml").write_text(
+        REVIEW_ONLY + 'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY
+    )
     async with Client(build_server(repo, clock=FakeClock())) as client:
         await _call(client, "next_step", {"root": str(repo)})
         step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
@@ -262,7 +271,9 @@ async def test_a_trickle_of_retries_reported_in_usage_does_not_narrow_the_wave(
 async def test_with_nothing_known_the_first_wave_starts_narrow_and_clean_waves_widen_it_quickly(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
-    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n')
+    (repo / ".audit-mcp.toml").write_text(
+        REVIEW_ONLY + 'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n'
+    )
     async with Client(build_server(repo, clock=FakeClock())) as client:
         await _call(client, "next_step", {"root": str(repo)})
         step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 16})
@@ -452,8 +463,8 @@ def test_packets_that_can_never_be_admitted_are_flagged_only_when_limits_are_kno
     repo: Path, model: str, warned: bool
 ) -> None:
     (repo / ".audit-mcp.toml").write_text(model)
-    step = AuditService(repo, clock=lambda: START).next_step(
-        {"can_dispatch_subagents": True, "model": "claude-haiku-4-5"}
+    step = first_review(
+        AuditService(repo, clock=lambda: START), {"can_dispatch_subagents": True, "model": "claude-haiku-4-5"}
     )
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     flagged = plan["schedule"]["oversize_packets"]
@@ -463,8 +474,8 @@ def test_packets_that_can_never_be_admitted_are_flagged_only_when_limits_are_kno
 
 def test_a_binding_configured_limit_paces_the_launches_in_the_plan_and_the_prompt(repo: Path) -> None:
     (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 120000\n")
-    step = AuditService(repo, clock=lambda: START).next_step(
-        {"can_dispatch_subagents": True, "max_active_subagents": 16}
+    step = first_review(
+        AuditService(repo, clock=lambda: START), {"can_dispatch_subagents": True, "max_active_subagents": 16}
     )
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     offsets = plan["schedule"]["launch_offsets"]
@@ -486,8 +497,8 @@ def test_a_binding_configured_limit_paces_the_launches_in_the_plan_and_the_promp
 def test_a_whole_wave_host_is_paced_by_whole_waves(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUDIT_MCP_WAVE_KIND", "whole_wave")
     (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 120000\n")
-    step = AuditService(repo, clock=lambda: START).next_step(
-        {"can_dispatch_subagents": True, "max_active_subagents": 16}
+    step = first_review(
+        AuditService(repo, clock=lambda: START), {"can_dispatch_subagents": True, "max_active_subagents": 16}
     )
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     assert plan["schedule"]["wave_kind"] == "whole_wave" and len(step.waves) > 1
@@ -509,7 +520,7 @@ def test_a_resumed_run_counts_its_launch_offsets_from_its_first_outstanding_pack
 ) -> None:
     (repo / ".audit-mcp.toml").write_text("[model]\ninput_tokens_per_minute = 120000\n")
     service = AuditService(repo, clock=lambda: START)
-    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16})
+    step = first_review(service, {"can_dispatch_subagents": True, "max_active_subagents": 16})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     first, second = plan["packets"][0], plan["packets"][1]
     assert service.submit_packet(plan["run_id"], first["packet_id"], reviewer.results(first)).accepted
@@ -528,7 +539,7 @@ def test_a_resumed_run_counts_its_launch_offsets_from_its_first_outstanding_pack
 def _dispatched(repo: Path, config: str, model: str) -> tuple[int, dict[str, Any]]:
     (repo / ".audit-mcp.toml").write_text(config)
     service = AuditService(repo, clock=lambda: START)
-    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 16, "model": model})
+    step = first_review(service, {"can_dispatch_subagents": True, "max_active_subagents": 16, "model": model})
     return service.quota(host_model=model).packet_budget_tokens, json.loads(
         Path(step.artifact_paths["plan"]).read_text()
     )
@@ -578,7 +589,8 @@ def _listed(prompt: str, packet_ids: list[str]) -> list[str]:
 async def test_each_host_kind_is_told_to_dispatch_the_way_its_plan_was_made(repo: Path, mode: str) -> None:
     # A binding input limit paces the launches, so the prompt carries start times too.
     (repo / ".audit-mcp.toml").write_text(
-        'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n[model]\ninput_tokens_per_minute = 40000\n'
+        REVIEW_ONLY
+        + 'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n[model]\ninput_tokens_per_minute = 40000\n'
     )
     async with Client(build_server(repo, clock=FakeClock())) as client:
         await _call(client, "next_step", {"root": str(repo)})
@@ -630,7 +642,9 @@ async def test_each_host_kind_is_told_to_dispatch_the_way_its_plan_was_made(repo
 
 
 def test_packets_a_quoted_limit_cannot_admit_are_held_back_and_requeued_without_an_attempt(repo: Path) -> None:
-    (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 30000\n' + ROOMY)
+    (repo / ".audit-mcp.toml").write_text(
+        REVIEW_ONLY + 'lenses = ["security", "correctness"]\nmax_packet_tokens = 30000\n' + ROOMY
+    )
     service = AuditService(repo, clock=lambda: START)
     step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 2, "model": "claude-sonnet-4-6"})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())

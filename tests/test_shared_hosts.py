@@ -29,10 +29,14 @@ class Clock:
         return self.now
 
 
-def _checkout(origin: Path, where: Path) -> Path:
+# Review runs only, except where a test says otherwise: the claims below are counted run by run.
+REVIEW_ONLY = "context_pass = false\nverification_pass = false\n"
+
+
+def _checkout(origin: Path, where: Path, passes: str = REVIEW_ONLY) -> Path:
     """A clone of ``origin`` at its own path, as a host on another machine would have it."""
     subprocess.run(["git", "clone", "-q", str(origin), str(where)], check=True, capture_output=True)
-    (where / ".audit-mcp.toml").write_text("max_packet_tokens = 4000\n[shared]\nclaim_lease_seconds = 300\n")
+    (where / ".audit-mcp.toml").write_text(passes + "max_packet_tokens = 4000\n[shared]\nclaim_lease_seconds = 300\n")
     return where
 
 
@@ -175,3 +179,29 @@ def test_a_host_with_nothing_to_claim_waits_and_its_merge_does_not_end_the_run(
         assert a.submit_packet(run_id, packet_id, reviewer.results(plan[packet_id])).accepted
     done = b.merge_and_ingest(run_id, [])  # every packet is in: any host's merge ends the run
     assert done.packets_merged == len(plan) - 1 and done.packets_failed == 1
+
+
+@pytest.mark.anyio
+async def test_the_context_packet_is_claimed_by_one_host_and_its_threat_model_reaches_the_others_prompts(
+    repo: Path, tmp_path: Path, pg_url: str, reviewer: ScriptedReviewer
+) -> None:
+    clock = Clock()
+    a = AuditService(_checkout(repo, tmp_path / "host-a" / "app", passes=""), store=pg_url, clock=clock)
+    b = AuditService(_checkout(repo, tmp_path / "host-b" / "src" / "app", passes=""), store=pg_url, clock=clock)
+    step_a = a.next_step(CAPS)
+    run_id = str(step_a.run_id)
+    (packet,) = _plan(a, run_id).values()
+    assert packet["packet_kind"] == "context" and step_a.packet_ids == [packet["packet_id"]]
+    assert b.next_step(CAPS).step_kind == "wait"  # the run's one packet is A's
+    # B, which did not dispatch the run, renders the context packet's prompt for its own checkout.
+    async with Client(build_server(b.root, store=b.store_url)) as client:
+        prompt = await client.read_resource(f"audit://runs/{run_id}/packets/{packet['packet_id']}/prompt")
+    text = prompt.contents[0].text  # type: ignore[union-attr]
+    assert "the threat model of this repository" in text and str(b.root) in text and str(a.root) not in text
+    assert a.submit_packet(run_id, str(packet["packet_id"]), reviewer.results(packet)).accepted
+    a.merge_and_ingest(run_id, [])
+    review = b.next_step(CAPS)
+    assert review.step_kind == "dispatch_review" and review.run_id != run_id
+    prompt_b = Path(b.packet_prompt_path(str(review.run_id), (review.packet_ids or [""])[0])).read_text()
+    model = prompt_b.split("## The audit's threat model", 1)[1]
+    assert "Another reviewer wrote this" in model and "**Entry points**" in model

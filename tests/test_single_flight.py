@@ -20,7 +20,7 @@ from audit_mcp.core.errors import StateError
 from audit_mcp.usecases import next_step as next_step_module
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
-from tests.driving import run_id
+from tests.driving import finish, run_id
 
 PROCESSES = 8
 _CHILD = """
@@ -95,12 +95,8 @@ def test_a_new_audit_that_another_caller_started_meanwhile_is_joined_not_doubled
     repo: Path, reviewer: ScriptedReviewer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True})
-    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
-    for packet in plan["packets"]:
-        assert service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet)).accepted
-    service.merge_and_ingest(plan["run_id"], [])
-    assert service.next_step().step_kind == "present_report"
+    step = finish(service, service.next_step({"can_dispatch_subagents": True}), reviewer.results)
+    assert step.step_kind == "present_report"
     (repo / "app" / "extra.py").write_text("def added(x):\n    return x * 3\n")  # something new to review
     real = next_step_module._collect_results_files
     other: list[str | None] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from audit_mcp.surfaces.cli import main
 from audit_mcp.surfaces.server import build_server
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
+from tests.driving import first_review, opinions
 
 
 def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
@@ -24,7 +26,7 @@ def half_done_audit(repo: Path, reviewer: ScriptedReviewer) -> tuple[AuditServic
     """One packet submitted, one failed for good (max_attempts 1), the rest still out in the open run."""
     (repo / ".audit-mcp.toml").write_text("max_attempts = 1\n")
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 2})
+    step = first_review(service, {"can_dispatch_subagents": True, "max_active_subagents": 2})
     plan = json.loads(service.plan_path(step.run_id or "").read_text())
     assert len(plan["packets"]) >= 3
     first = plan["packets"][0]
@@ -39,19 +41,24 @@ def test_status_json_matches_the_coverage_state_mid_audit(
     status = cli_json(capsys, "status", "--root", str(repo), "--json")
     coverage = service.coverage()
     assert status["coverage"] == coverage["totals"] and status["coverage_by_lens"] == coverage["by_lens"]
-    assert status["coverage"]["assigned"] == coverage["totals"]["total"]
+    # Every cell is out in the run but the context cell, answered before review.
+    assert status["coverage"]["assigned"] == coverage["totals"]["total"] - 1
+    assert status["obligations"]["context"]["cells"]["reviewed"] == 1
     assert status["forecast"]["open_run"] == plan["run_id"]
     assert status["forecast"]["open_run_packets_outstanding"] == len(plan["packets"]) - 1
-    assert status["runs"][0]["waves"] == plan["waves"] and status["runs"][0]["submitted"] == 1
+    assert status["runs"][1]["waves"] == plan["waves"] and status["runs"][1]["submitted"] == 1
+    assert [r["packet_kind"] for r in status["runs"]] == ["context", "review"]
 
     failed = plan["packets"][1]
     service.merge_and_ingest(plan["run_id"], [{"packet_id": failed["packet_id"], "error": "the agent crashed"}])
     status = cli_json(capsys, "status", "--root", str(repo))  # piped: JSON without asking
     unsubmitted = sum(len(p["tasks"]) for p in plan["packets"][1:])
     assert status["coverage"]["failed"] == status["gaps_total"] == unsubmitted
-    assert status["coverage"]["reviewed"] == len(plan["packets"][0]["tasks"])
+    assert status["coverage"]["reviewed"] == len(plan["packets"][0]["tasks"]) + 1
     assert {g["task_id"] for g in status["gaps"]} <= {t["task_id"] for p in plan["packets"][1:] for t in p["tasks"]}
-    assert status["forecast"]["open_run"] is None and status["forecast"]["pending_cells"] == 0
+    # What is still pending is the second opinions on what the one packet found.
+    verify = status["obligations"]["verification"]["cells"]
+    assert status["forecast"]["open_run"] is None and status["forecast"]["pending_cells"] == verify["pending"]
     assert sum(status["findings_by_severity"].values()) == len(reviewer.reported)
 
 
@@ -64,7 +71,8 @@ def test_status_table_reads_as_a_report_of_progress(
     assert f"completeness: {service.status().completeness}" in table
     for lens in ("security", "correctness", "maintainability"):
         assert f"\n  {lens} " in table
-    assert f"{plan['run_id']}  dispatch  open" in table
+    assert re.search(rf"{plan['run_id']}\s+dispatch\s+review\s+open", table)
+    assert "threat model: 1 cell(s) (1 reviewed); written (context packet" in table
     assert f"run {plan['run_id']}: {len(plan['packets']) - 1} packet(s) not yet submitted" in table
     assert "Gaps (0)" in table and "Findings (" in table
 
@@ -95,8 +103,21 @@ def test_the_quota_forecast_before_dispatch_is_the_run_dispatched(
     cli_json(capsys, "plan", "--root", root)
     quota = cli_json(capsys, "quota", "--root", root)
     status = cli_json(capsys, "status", "--root", root, "--json")
-    total = status["coverage"]["total"]
-    assert quota["schedule"]["pending_cells"] == quota["schedule"]["open_cells"] == total > 0
+    assert quota["schedule"]["pending_cells"] == quota["schedule"]["open_cells"] == status["coverage"]["total"] > 0
+    # The first run is the context packet alone, and the forecast says so.
+    step = cli_json(capsys, "next-step", "--root", root, "--host-can-dispatch-subagents", "true")
+    context = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
+    assert context["packet_kind"] == "context" and len(context["packets"]) == 1
+    assert quota["schedule"]["packets"] == status["forecast"]["next_run_packets"] == 1
+    assert quota["schedule"]["estimated_tokens"] == context["packets"][0]["estimated_tokens"]
+    service = AuditService(repo)
+    for packet in context["packets"]:
+        assert service.submit_packet(context["run_id"], packet["packet_id"], opinions().results(packet)).accepted
+    service.merge_and_ingest(context["run_id"], [])
+    quota = cli_json(capsys, "quota", "--root", root)
+    status = cli_json(capsys, "status", "--root", root, "--json")
+    total = status["coverage"]["total"] - 1  # every cell but the context one, answered
+    assert quota["schedule"]["pending_cells"] == quota["schedule"]["open_cells"] == total
     step = cli_json(capsys, "next-step", "--root", root, "--host-can-dispatch-subagents", "true")
     plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
     assert len(plan["packets"]) == quota["schedule"]["packets"] == status["forecast"]["next_run_packets"] == 2

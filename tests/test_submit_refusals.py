@@ -12,6 +12,7 @@ import pytest
 
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
+from tests.driving import first_review
 
 
 def _state(service: AuditService) -> str:
@@ -30,7 +31,7 @@ def _state(service: AuditService) -> str:
 @pytest.fixture
 def dispatched(repo: Path) -> tuple[AuditService, dict[str, Any]]:
     service = AuditService(repo)
-    step = service.next_step({"can_dispatch_subagents": True})
+    step = first_review(service)
     assert step.step_kind == "dispatch_review"
     import json
 

@@ -15,6 +15,7 @@ from mcp import Client
 
 from audit_mcp.surfaces.server import build_server
 from tests.conftest import ScriptedReviewer
+from tests.driving import first_review_over_mcp
 
 LONG = "x" * 5_000
 DELETE = object()  # a mutation that removes the field
@@ -151,8 +152,8 @@ def _expected(where: str, value: Any) -> str:
 
 async def _packet_and_schema(client: Client, reviewer: ScriptedReviewer) -> tuple[dict[str, Any], dict[str, Any]]:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    result = await client.call_tool("next_step", {"host_can_dispatch_subagents": True})
-    plan = json.loads(Path(result.structured_content["artifact_paths"]["plan"]).read_text())  # type: ignore[index]
+    step = await first_review_over_mcp(client)
+    plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
     packet = next(p for p in plan["packets"] if any(f["findings"] for f in reviewer.results(p)))
     results = reviewer.results(packet)
     results.sort(key=lambda r: not r["findings"])  # the task with a finding first

@@ -13,6 +13,7 @@ from audit_mcp.core.taxonomy import CLASSES, classify, describe, lens_class
 from audit_mcp.findings.sarif import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
+from tests.driving import first_review
 
 PROMPTS = Path(__file__).resolve().parent.parent / "prompts" / "lenses"
 
@@ -70,7 +71,7 @@ def test_a_category_that_names_nothing_is_accepted_filed_under_the_lens_and_warn
 ) -> None:
     issues = [dict(i) | {"category": "looks wrong to me"} for i in answer_key["issues"]]  # type: ignore[attr-defined]
     service = AuditService(repo)
-    plan = json.loads(Path(service.next_step({"can_dispatch_subagents": True}).artifact_paths["plan"]).read_text())
+    plan = json.loads(Path(first_review(service).artifact_paths["plan"]).read_text())
     reviewer = ScriptedReviewer({"issues": issues})
     receipts = [service.submit_packet(plan["run_id"], p["packet_id"], reviewer.results(p)) for p in plan["packets"]]
     assert all(r.accepted for r in receipts)

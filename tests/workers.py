@@ -61,7 +61,7 @@ def drive(root: str, audits: int) -> None:
             if packet["packet_id"] in submitted:
                 continue
             receipt = service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet))
-            _say("accepted" if receipt.accepted else "refused", packet["packet_id"])
+            _say("accepted" if receipt.accepted else "refused", packet["packet_id"], packet["packet_kind"])
         summary = service.merge_and_ingest(plan["run_id"], [])
         _say("merged", plan["run_id"], str(summary.packets_merged))
         step = service.next_step(CAPS)

@@ -171,6 +171,11 @@ class SessionConfig(_Strict):
     max_packets_per_run: Annotated[int, Field(ge=1, le=2_000)] = 200
     since: Annotated[str, Field(max_length=256)] | None = None
     carry_forward: bool = True
+    # A threat model before the first review run (skipped for tiny repositories), carried by every packet.
+    context_pass: bool = True
+    # A verifier tries to refute each finding at or above ``verify_severity``, and each doubtful duplicate pair.
+    verification_pass: bool = True
+    verify_severity: Literal["critical", "high", "medium", "low", "info"] = "high"
     host: HostConfig = Field(default_factory=HostConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)

@@ -105,6 +105,13 @@ def read_confined(root: Path, relpath: str, cap: int) -> bytes:
     return _read(target, cap, relpath, regular_only=True, flags=_NOFOLLOW | _NONBLOCK)
 
 
+def read_head(root: Path, relpath: str, cap: int) -> bytes:
+    """The first ``cap`` bytes of a regular file inside ``root`` (a longer file is cut, not refused), with the
+    same confinement as ``read_confined``."""
+    target = resolve_inside(root, relpath)
+    return _read(target, cap, relpath, regular_only=True, flags=_NOFOLLOW | _NONBLOCK, cut=True)
+
+
 def read_regular(path: Path, cap: int) -> bytes:
     """The bytes of a file someone else may have put there: a regular file (no link, no FIFO), capped."""
     return _read(path, cap, str(path), regular_only=True, flags=_NOFOLLOW | _NONBLOCK)
@@ -115,7 +122,7 @@ def read_capped(path: Path, cap: int) -> bytes:
     return _read(path, cap, str(path), regular_only=False, flags=0)
 
 
-def _read(path: Path, cap: int, label: str, *, regular_only: bool, flags: int) -> bytes:
+def _read(path: Path, cap: int, label: str, *, regular_only: bool, flags: int, cut: bool = False) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | flags | getattr(os, "O_BINARY", 0))
     except OSError as exc:
@@ -124,7 +131,7 @@ def _read(path: Path, cap: int, label: str, *, regular_only: bool, flags: int) -
         st = os.fstat(fd)
         if regular_only and not stat.S_ISREG(st.st_mode):
             raise PathError(f"'{label}' is not a regular file; only regular files inside the repository are read")
-        if stat.S_ISREG(st.st_mode) and st.st_size > cap:
+        if stat.S_ISREG(st.st_mode) and st.st_size > cap and not cut:
             raise PathError(f"'{label}' is {st.st_size} bytes; the limit is {cap}")
         if flags & _NONBLOCK:
             os.set_blocking(fd, True)
@@ -137,6 +144,6 @@ def _read(path: Path, cap: int, label: str, *, regular_only: bool, flags: int) -
         raise PathError(f"cannot read '{label}': {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
-    if total > cap:
+    if total > cap and not cut:
         raise PathError(f"'{label}' is over {cap} bytes; the limit is {cap}")
-    return b"".join(chunks)
+    return b"".join(chunks)[:cap]

@@ -73,6 +73,10 @@ class Step(BaseModel):
     )
     coverage: dict[str, int] = Field(default_factory=dict)
     completeness: str = "unknown"
+    obligations: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="Cells by obligation (context: the threat model; review; verify: second opinions) and state.",
+    )
 
 
 class Problem(BaseModel):
@@ -102,6 +106,22 @@ class FileReceipt(BaseModel):
     file: str
     packet_id: str
     receipt: Receipt
+
+
+class EvidenceReceipt(BaseModel):
+    """The answer to attaching runtime evidence: what was stored and what it did to the finding."""
+
+    accepted: bool
+    evidence_id: int
+    finding_id: str = Field(description="The finding's id in the report as it stands now.")
+    fingerprint: str = Field(description="The identity the evidence is stored under; it follows the finding.")
+    verdict: Literal["reproduced", "not_reproduced"]
+    status: str = Field(description="The finding's status now (reproduced outranks unverified findings).")
+    severity: str
+    stored_chars: int
+    truncated: bool = Field(description="True when the output was longer than the cap and was cut.")
+    report_updated: bool = Field(description="True when the written report files were written again with it.")
+    next_action: str
 
 
 class RequeuedTask(BaseModel):
@@ -140,6 +160,11 @@ class MergeSummary(BaseModel):
     )
     coverage: dict[str, int]
     completeness: str
+    verifications_planned: int = Field(
+        default=0,
+        description="Verification tasks this merge added: the review is done, and findings at or above the "
+        "configured severity (and doubtful duplicates) now get a second opinion before the report.",
+    )
     next_action: str
 
 
@@ -217,3 +242,9 @@ class StatusView(BaseModel):
     forecast: dict[str, object] = Field(
         default_factory=dict, description="What remains: open packets, pending cells, waves, cooldown."
     )
+    obligations: dict[str, object] = Field(
+        default_factory=dict,
+        description="Each obligation's cells by state: the context pass (and the threat model it wrote), review, "
+        "verification (threshold, findings still due a verifier, findings by status), runtime evidence attached.",
+    )
+    refuted: int = Field(default=0, description="Findings a verifier refuted (kept in the report's refuted section).")

@@ -17,6 +17,7 @@ class PacketSpec:
     packet_id: str
     plan: PacketPlan
     prompt_path: Path
+    kind: str = "review"  # context, review or verify: what the packet's subagent is asked for
 
 
 def dispatch_plan(
@@ -44,6 +45,7 @@ def dispatch_plan(
     return {
         "run_id": run_id,
         "kind": kind,
+        "packet_kind": ordered[0].kind if ordered else "review",
         "wave_size": waves[0] if waves else 0,
         "waves": waves,
         "cooldown_until": cooldown_until,
@@ -54,6 +56,7 @@ def dispatch_plan(
         "packets": [
             {
                 "packet_id": s.packet_id,
+                "packet_kind": s.kind,
                 "prompt_path": str(s.prompt_path),
                 "prompt_uri": f"audit://runs/{run_id}/packets/{s.packet_id}/prompt",
                 "estimated_tokens": s.plan.estimated_tokens,
@@ -67,6 +70,7 @@ def dispatch_plan(
                         "end_line": c.end_line,
                         "lens": c.lens,
                     }
+                    | ({"subject": c.subject} if c.subject else {})
                     for c in s.plan.cells
                 ],
             }

@@ -18,7 +18,7 @@ from audit_mcp.core.models import RequeuedTask
 from audit_mcp.engine.coverage import build_cells, file_ranges
 from audit_mcp.engine.intake import repository_attributes, rescan
 from audit_mcp.engine.scoping import Scoper
-from audit_mcp.store.records import Cell, CellState, FileRow
+from audit_mcp.store.records import Cell, CellKind, CellState, FileRow
 from audit_mcp.store.tx import Tx
 
 
@@ -54,12 +54,17 @@ def apply(tx: Tx, audit_id: int, config: SessionConfig, drifts: Iterable[Drift],
         current = tx.file(audit_id, drift.before.path)
         if current is None or current.sha256 != drift.before.sha256:
             continue  # another process already recorded this change
-        cells = tx.cells_for_path(audit_id, drift.before.path)
-        if any(c.state == CellState.ASSIGNED for c in cells):
+        on_path = tx.cells_for_path(audit_id, drift.before.path)
+        if any(c.state == CellState.ASSIGNED for c in on_path):
             continue  # held by a run in flight; its merge checks the file again
         tx.update_file(audit_id, drift.after)
+        cells = [c for c in on_path if c.kind == CellKind.REVIEW]
         task_ids = [c.task_id for c in cells]
         withdrawn = tx.delete_findings(audit_id, task_ids)
+        # Second opinions on the withdrawn findings go with them; the findings of the new review get theirs.
+        stale = [c.task_id for c in on_path if c.kind == CellKind.VERIFY]
+        tx.delete_finding_verdicts(audit_id, stale)
+        tx.delete_cells(audit_id, stale)
         state = CellState.PENDING if drift.after.scope == "review" else CellState.SKIPPED
         fresh = _cells_for(drift.after, cells, config, tx.max_task_number(audit_id))
         if fresh is not None:
@@ -77,7 +82,7 @@ def apply(tx: Tx, audit_id: int, config: SessionConfig, drifts: Iterable[Drift],
             actor="engine",
             action="file_changed",
             detail=f"{drift.before.path}: {drift.why}; {len(cells)} cell(s) back to {state.value}, "
-            f"{withdrawn} finding(s) withdrawn",
+            f"{withdrawn} finding(s) withdrawn" + (f", {len(stale)} verification(s) dropped" if stale else ""),
             outcome="requeued",
         )
         if state is CellState.PENDING:

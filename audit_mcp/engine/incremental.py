@@ -8,7 +8,7 @@ from pathlib import Path
 
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.engine.git import GitReader, paths_of
-from audit_mcp.store.records import DONE_STATES
+from audit_mcp.store.records import DONE_STATES, CellKind
 from audit_mcp.store.tx import Tx
 
 _FINDING_META = ("finding_id", "run_id", "packet_id", "task_id", "lens")
@@ -59,13 +59,17 @@ def carry_forward(tx: Tx, audit_id: int, now: str, *, enabled: bool = True) -> t
     previous = tx.previous_audit_id(audit_id)
     if previous is None or not enabled:
         return {}, None
-    done = {(c.path, c.start_line, c.end_line, c.lens, c.content_hash): c for c in tx.cells(previous, DONE_STATES)}
+    review = [CellKind.REVIEW.value]
+    done = {
+        (c.path, c.start_line, c.end_line, c.lens, c.content_hash): c
+        for c in tx.cells(previous, DONE_STATES, kinds=review)
+    }
     if not done:
         return {}, previous
     carried: dict[str, str] = {}
     updates: list[tuple[str, str, str | None, str | None, str]] = []
     reason = f"carried forward from audit {previous}: content unchanged"
-    for cell in tx.cells(audit_id):
+    for cell in tx.cells(audit_id, kinds=review):
         old = done.get((cell.path, cell.start_line, cell.end_line, cell.lens, cell.content_hash))
         if old is not None:
             carried[cell.task_id] = old.task_id

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit_mcp.core.models import RequeuedTask
-from audit_mcp.store.records import Cell, CellState, CellUpdate, PacketRow, RunRow, Verdict
+from audit_mcp.store.records import Cell, CellKind, CellState, CellUpdate, PacketRow, RunRow, Verdict
 from audit_mcp.store.tx import Tx
 
 INVALID_RESULTS = "invalid_results"
@@ -65,7 +65,8 @@ def ingest_run(
                 state = CellState.REVIEWED if result["status"] == "reviewed" else CellState.NOT_APPLICABLE
                 updates.append(CellUpdate(cell.task_id, state, run.run_id, packet.packet_id, result.get("reason")))
                 out.covered += 1
-                for finding in result["findings"]:
+                _record_opinion(tx, audit_id, cell, packet.packet_id, result, now)
+                for finding in result.get("findings", []):
                     tx.insert_finding(audit_id, run.run_id, packet.packet_id, cell.task_id, cell.lens, finding)
                 for answer in result.get("leads", []):
                     tx.insert_verdict(
@@ -94,6 +95,24 @@ def ingest_run(
     if packets and out.failed == len(packets) and len(signatures) == 1:
         _stop_on_repeat(tx, audit_id, run, signatures.pop())
     return out
+
+
+def _record_opinion(tx: Tx, audit_id: int, cell: Cell, packet_id: str, result: Mapping[str, Any], now: str) -> None:
+    """A context task's threat model, or a verify task's verdict, into the store (review tasks have neither)."""
+    if cell.kind == CellKind.CONTEXT and result.get("threat_model"):
+        tx.put_threat_model(
+            audit_id,
+            task_id=cell.task_id,
+            packet_id=packet_id,
+            origin=f"context packet {packet_id}",
+            payload=result["threat_model"],
+            now=now,
+        )
+    elif cell.kind == CellKind.VERIFY and cell.subject:
+        answer = {k: v for k, v in result.items() if k not in ("task_id", "status")}
+        tx.insert_finding_verdict(
+            audit_id, task_id=cell.task_id, subject=cell.subject, packet_id=packet_id, payload=answer
+        )
 
 
 def _requeue(

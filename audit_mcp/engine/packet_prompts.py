@@ -29,13 +29,18 @@ def _lens_section(lens: Lens, audit_lenses: set[str]) -> str:
     return "\n".join(out)
 
 
-def packet_prompt_prefix(lenses: Sequence[Lens]) -> str:
+def packet_prompt_prefix(lenses: Sequence[Lens], threat_model: str) -> str:
     """The leading block every packet prompt of an audit shares byte for byte (for prompt caches).
 
     Each lens text is the one for this audit's lens set: what it hands to a lens the audit lacks stays its own.
+    ``threat_model`` is the run-level context, last in the block (``opinion_prompts.threat_model_block``).
     """
     ids = {lens.lens_id for lens in lenses}
-    return render("packet/prefix.md", lenses="\n\n".join(_lens_section(lens, ids) for lens in lenses))
+    return render(
+        "packet/prefix.md",
+        lenses="\n\n".join(_lens_section(lens, ids) for lens in lenses),
+        threat_model=threat_model,
+    )
 
 
 def estimate_tokens(text: str) -> int:
@@ -101,7 +106,10 @@ def _skeleton(cells: Sequence[Cell]) -> str:
     return "[\n  " + ",\n  ".join(rows) + "\n]"
 
 
-def _previous(cells: Sequence[Cell], requested: Mapping[str, Sequence[str]]) -> str:
+def previous_attempts(cells: Sequence[Cell], requested: Mapping[str, Sequence[str]] | None = None) -> str:
+    """What went wrong the last time these tasks were handed out, and why any were sent back on purpose,
+    one line per distinct trouble or reason."""
+    requested = requested or {}
     failed: dict[str, list[Cell]] = defaultdict(list)
     asked: dict[str, list[Cell]] = defaultdict(list)
     for c in cells:
@@ -169,7 +177,7 @@ def render_packet_prompt(
         chunk_notes=chunk_notes,
         import_context=_import_context(plan, edges),
         analyzer_leads=leads_section(leads),
-        previous_attempt=_previous(cells, requested or {}),
+        previous_attempt=previous_attempts(cells, requested),
         results_skeleton=_skeleton(cells),
         results_path=str(results_path),
         submit_cli=cli,

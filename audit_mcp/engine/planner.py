@@ -18,6 +18,7 @@ class Obligation(StrEnum):
     PLAN = "plan"
     INGEST = "ingest"
     DISPATCH = "dispatch"
+    PLAN_VERIFICATION = "plan_verification"
     SYNTHESIZE = "synthesize"
     CAPABILITY_CHECK = "capability_check"
     REVIEW = "review"
@@ -45,6 +46,9 @@ class PlannerState:
     host_can_dispatch: bool | None
     synthesized: bool
     open_run_expired: int = 0
+    pending_context: int = 0  # of pending_cells: the context cell, due before any review
+    pending_verify: int = 0  # of pending_cells: verify cells, dispatched once review is done
+    verification_due: int = 0  # findings and doubtful pairs with no verify cell yet (counted once nothing is open)
 
     def digest(self) -> tuple[object, ...]:
         return tuple(self.__dict__.values())
@@ -119,10 +123,19 @@ def _decide(s: PlannerState) -> Decision:
                 f"{s.pending_cells} cell(s) are ready for review, and whether this host can launch subagents "
                 "is not known",
             )
+        if s.pending_context:
+            why = "the threat model is due before the first review run: pack the context packet"
+        elif s.pending_cells > s.pending_verify:
+            why = f"{s.pending_cells - s.pending_verify} review cell(s) are pending: pack them into a new run"
+        else:
+            why = f"{s.pending_verify} verify cell(s) are pending: pack them into verifier packets"
+        return Decision(Obligation.DISPATCH, Executor.INLINE, why)
+    if s.verification_due:
         return Decision(
-            Obligation.DISPATCH,
+            Obligation.PLAN_VERIFICATION,
             Executor.INLINE,
-            f"{s.pending_cells} cell(s) are pending: pack them into a new run",
+            f"review is done and {s.verification_due} finding(s) or doubtful pair(s) need a second opinion: "
+            "add verify cells to the matrix",
         )
     if not s.synthesized:
         return Decision(Obligation.SYNTHESIZE, Executor.INLINE, "no cell is open: write the report")

@@ -10,6 +10,7 @@ from typing import Any
 from audit_mcp.core.escape import md_block, md_code
 from audit_mcp.core.models import HostCapabilities, Step
 from audit_mcp.engine.dispatch_rules import opening, rolling_rules, whole_wave_rules
+from audit_mcp.engine.obligation_lines import KIND_NOTES, forecast_line, obligations_line
 from audit_mcp.engine.templates import render
 
 TIER_MODELS = {
@@ -39,6 +40,7 @@ class StepContext:
     command: tuple[str, ...] = ("audit-mcp",)  # runs this installation (by absolute path, see core.executable)
     forecast: dict[str, Any] | None = None  # the next run, before it is dispatched (usecases.forecasting)
     retry_after_seconds: float | None = None  # a wait step: when to call next_step again
+    obligations: dict[str, dict[str, int]] = field(default_factory=dict)  # cells by kind, then state
 
 
 # The step prompt lists the first waves' packets inline up to about this many characters (~8k tokens);
@@ -58,7 +60,7 @@ def _coverage_line(ctx: StepContext) -> str:
     return (
         f"{c.get('total', 0)} cells: {c.get('reviewed', 0)} reviewed, {c.get('not_applicable', 0)} not "
         f"applicable, {c.get('pending', 0)} pending, {c.get('assigned', 0)} assigned, {c.get('failed', 0)} "
-        f"failed. Completeness: {ctx.completeness}."
+        f"failed. Completeness: {ctx.completeness}." + obligations_line(ctx.obligations)
     )
 
 
@@ -74,8 +76,9 @@ def _launch_offsets(outstanding: list[dict[str, Any]]) -> dict[str, float]:
 
 def _packet_line(p: dict[str, Any], offsets: dict[str, float]) -> str:
     start = f"**start at +{offsets[p['packet_id']]:g}s**, " if p["packet_id"] in offsets else ""
+    kind = f" ({p['packet_kind']})" if p.get("packet_kind", "review") != "review" else ""
     return (
-        f"- `{p['packet_id']}`: {start}model tier **{p['model_hint']['tier']}**, "
+        f"- `{p['packet_id']}`{kind}: {start}model tier **{p['model_hint']['tier']}**, "
         f"~{p['estimated_tokens']:,} tokens, {len(p['tasks'])} task(s). Prompt file: `{p['prompt_path']}`"
     )
 
@@ -106,20 +109,6 @@ def _waves_table(ctx: StepContext, waves: list[int], offsets: dict[str, float]) 
         lines += [*block, ""]
         used += size_of
     return "\n".join(lines).rstrip()
-
-
-def _forecast_line(forecast: dict[str, Any] | None) -> str:
-    """The next run as dispatch will plan it, for a host deciding how to answer."""
-    if not forecast or not forecast.get("packets"):
-        return "Nothing is left to review."
-    later = forecast.get("cells_for_later_runs") or 0
-    return (
-        f"If you can launch subagents, the next run is {forecast['packets']} packet(s) in {forecast['waves']} "
-        f"wave(s) of at most {forecast['wave_size']}, ~{forecast['estimated_input_tokens']:,} input tokens, "
-        f"{forecast['time_range']}"
-        + (f"; {later} more cell(s) wait for later runs." if later else ".")
-        + " (Planned for the answers known so far; a different number of subagents changes the waves.)"
-    )
 
 
 def _wave_uri(run_id: str, wave: int) -> str:
@@ -235,6 +224,7 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         schedule_note=schedule_note,
         merge_cli=merge_cli,
         coverage_line=_coverage_line(ctx),
+        packet_kinds=KIND_NOTES.get(ctx.plan.get("packet_kind", "review"), KIND_NOTES["review"]),
     )
     actions = [
         rules.action + ': "Read and follow the instructions in <prompt_path>"',
@@ -303,7 +293,7 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
             "steps/capability_check.md",
             answer_cli=answer_cli,
             coverage_line=_coverage_line(ctx),
-            forecast_line=_forecast_line(ctx.forecast),
+            forecast_line=forecast_line(ctx.forecast),
         )
         extra = {"forecast": ctx.forecast}
         actions = [
@@ -332,6 +322,9 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
             "steps/present_report.md",
             report_path=str(ctx.report_path),
             report_cli=_cli(ctx, "report"),
+            evidence_cli=_cli(
+                ctx, "runtime-evidence", "--finding", "F001", "--file", "OUTPUT.txt", "--verdict", "reproduced"
+            ),
             coverage_line=_coverage_line(ctx),
         )
         actions = ["read resource audit://report", f"read file {ctx.report_path}", _cli(ctx, "report")]
@@ -373,6 +366,7 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
         host=ctx.caps,
         coverage=ctx.coverage,
         completeness=ctx.completeness,
+        obligations=ctx.obligations,
         **extra,
     )
     return step, prompt

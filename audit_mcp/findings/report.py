@@ -8,8 +8,19 @@ from typing import Any
 
 from audit_mcp.core.escape import md_block, md_cell, md_code, md_fence, md_inline
 from audit_mcp.findings.comparison import NEW, PERSISTING, Comparison
-from audit_mcp.findings.synthesis import SEVERITY_RANK, Finding, Synthesis
-from audit_mcp.store.records import Cell, CellState, FileRow
+from audit_mcp.findings.report_opinions import (
+    Opinions,
+    doubtful_section,
+    opinions_json,
+    refuted_section,
+    runtime_lines,
+    severity_label,
+    summary_line,
+    threat_model_section,
+    verdict_lines,
+)
+from audit_mcp.findings.synthesis import Finding, Synthesis
+from audit_mcp.store.records import Cell, CellKind, CellState, FileRow
 
 REPORT_SCHEMA_VERSION = "audit-mcp.report/1"
 
@@ -41,6 +52,7 @@ class ReportInput:
     completeness_reason: str | None = None  # why it is not complete when that is not a gap (nothing in scope)
     blocker: str | None = None
     scripted_reviewers: Sequence[str] = ()  # labels of programs, not models, that answered the packets
+    opinions: Opinions = field(default_factory=Opinions)
 
 
 def _at(path: str, start: int, end: int | None = None) -> str:
@@ -57,7 +69,7 @@ def render_markdown(r: ReportInput) -> str:
     out.append(
         f"**Completeness: {r.completeness}**. {r.totals.get('total', 0)} cells (file or chunk × lens), "
         f"{r.totals.get('reviewed', 0)} reviewed, {r.totals.get('not_applicable', 0)} not applicable, "
-        f"{r.totals.get('failed', 0)} failed, {r.totals.get('skipped', 0)} skipped; {r.runs} review run(s)."
+        f"{r.totals.get('failed', 0)} failed, {r.totals.get('skipped', 0)} skipped; {r.runs} run(s)."
     )
     out += [f"\n{line}" for line in honesty_notes(r)]
     head = r.git_head[:12] if r.git_head else "no git HEAD"
@@ -73,6 +85,10 @@ def render_markdown(r: ReportInput) -> str:
             f"{f' and {more} more' if more > 0 else ''}. Findings there may point at moved lines."
         )
     out += ["", "Findings: " + ", ".join(f"{n} {sev}" for sev, n in counts.items()) + ".", ""]
+    out += [
+        summary_line(s, r.opinions) + (f' {len(s.refuted)} refuted (see "Refuted findings").' if s.refuted else ""),
+        "",
+    ]
     if r.comparison is not None:
         c = r.comparison.counts()
         out += [
@@ -89,24 +105,27 @@ def render_markdown(r: ReportInput) -> str:
         out.append(_nothing_found(r))
     for b in s.blocks:
         out.append(f"### {b.block_id}. [{b.severity.upper()}] {md_inline(b.title)}")
-        out.append(f"Effort: {b.effort}. Files: {', '.join(md_code(f) for f in b.files)}.")
+        out.append(
+            f"Effort: {b.effort}. Files: {', '.join(md_code(f) for f in b.files)}. One change: {md_inline(b.basis)}."
+        )
         by_id = {f.finding_id: f for f in s.findings}
         for fid in b.finding_ids:
             f = by_id[fid]
-            out.append(f"- {fid} {_at(f.file, f.start_line)} {md_inline(f.title)}")
+            tag = f" ({f.status.replace('_', ' ')})" if f.status != "unverified" else ""
+            out.append(f"- {fid} {_at(f.file, f.start_line)} {md_inline(f.title)}{tag}")
         out.append("")
 
     out += ["## Findings", ""]
     if not s.findings:
         out.append("No findings were reported so far." if r.provisional else "No findings were reported.")
     for f in s.findings:
-        out.append(f"### {f.finding_id} [{f.severity}] {md_inline(f.title)}")
+        out.append(f"### {f.finding_id} [{severity_label(f)}] {md_inline(f.title)}")
         meta = (
             _at(f.file, f.start_line, f.end_line)
             + (f" in {md_code(f.symbol)}" if f.symbol else "")
             + f" · lens: {', '.join(f.lenses)} · confidence: {f.confidence} · category: {f.category_id}"
             + (f" (reported as {md_inline(f.category)})" if f.category != f.category_id else "")
-            + f" · fingerprint: `{f.fingerprint}`"
+            + f" · fingerprint: `{f.fingerprint}` · status: {f.status.replace('_', ' ')}"
             + (f" · {r.comparison.states[f.fingerprint]}" if r.comparison is not None else "")
         )
         out += [
@@ -129,7 +148,15 @@ def render_markdown(r: ReportInput) -> str:
             out.append("Also reported at lines " + ", ".join(f"{a}-{b}" for a, b in f.locations[1:]) + ".")
         for rel in f.related_locations:
             out.append(f"- related ({md_inline(rel['role'])}): {_at(rel['file'], rel['start_line'], rel['end_line'])}")
+        opinion = verdict_lines(f)
+        out += ["", *opinion] if opinion else []
+        evidence = runtime_lines(f)
+        out += ["", *evidence] if evidence else []
         out.append("")
+
+    out += refuted_section(s)
+    out += threat_model_section(r.opinions)
+    out += doubtful_section(s)
 
     if r.comparison is not None:
         out += _comparison_section(r.comparison)
@@ -144,6 +171,10 @@ def render_markdown(r: ReportInput) -> str:
     for lens in r.lenses:
         row = r.coverage_by_lens.get(lens, {})
         out.append(f"| {lens} | " + " | ".join(str(row.get(s.value, 0)) for s in CellState) + " |")
+    for kind, label in ((CellKind.CONTEXT, "threat model (context)"), (CellKind.VERIFY, "verification")):
+        row = r.opinions.coverage_by_kind.get(kind, {})
+        if row:
+            out.append(f"| {label} | " + " | ".join(str(row.get(s.value, 0)) for s in CellState) + " |")
     out += ["", "### Gaps", ""]
     if not r.gap_cells and not r.skipped_files:
         out.append(
@@ -269,15 +300,18 @@ def render_json(r: ReportInput) -> dict[str, Any]:
         "completeness_reason": r.completeness_reason,
         "provisional": r.provisional,
         "reviews": {"scripted": bool(r.scripted_reviewers), "by": list(r.scripted_reviewers)},
-        "summary": {"findings_by_severity": s.by_severity(), "work_blocks": len(s.blocks)},
+        "summary": {"findings_by_severity": s.by_severity(), "work_blocks": len(s.blocks), "refuted": len(s.refuted)},
         "work_blocks": [b.as_json() for b in s.blocks],
-        "findings": [
-            _finding_json(f, r.comparison, confirmed_leads(r.leads))
-            for f in sorted(s.findings, key=lambda f: SEVERITY_RANK[f.severity])
-        ],
+        "findings": [_finding_json(f, r.comparison, confirmed_leads(r.leads)) for f in s.findings],
+        "refuted": [_finding_json(f, r.comparison, confirmed_leads(r.leads)) for f in s.refuted],
+        **opinions_json(s, r.opinions),
         "comparison": r.comparison.as_json() if r.comparison is not None else None,
         "leads": [dict(x) for x in r.leads],
-        "coverage": {"totals": dict(r.totals), "by_lens": {k: dict(v) for k, v in r.coverage_by_lens.items()}},
+        "coverage": {
+            "totals": dict(r.totals),
+            "by_lens": {k: dict(v) for k, v in r.coverage_by_lens.items()},
+            "by_kind": {k: dict(v) for k, v in r.opinions.coverage_by_kind.items()},
+        },
         "gaps": {
             "cells": [
                 {

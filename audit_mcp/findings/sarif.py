@@ -21,6 +21,7 @@ from typing import Any
 from audit_mcp.core.escape import uri_path
 from audit_mcp.core.taxonomy import describe, slug
 from audit_mcp.core.version import __version__
+from audit_mcp.findings.assessment import REFUTED, verification_counts
 from audit_mcp.findings.comparison import SARIF_BASELINE
 from audit_mcp.findings.line_hash import line_hashes
 from audit_mcp.findings.regions import evidence_columns, file_lines
@@ -70,6 +71,8 @@ def _plain(text: str) -> str:
 def _rule(category_id: str, findings: Sequence[Finding]) -> dict[str, Any]:
     entry = describe(category_id)
     lenses = sorted({lens for f in findings for lens in f.lenses})
+    # The rule's level and security-severity come from the findings that stand (refuted ones only if none do).
+    findings = [f for f in findings if f.status != REFUTED] or list(findings)
     security = "security" in lenses or entry.cwe is not None
     tags = (["security"] if security else []) + ([f"external/cwe/cwe-{entry.cwe}"] if entry.cwe else []) + lenses
     worst = min(findings, key=lambda f: list(LEVELS).index(f.severity)).severity
@@ -182,7 +185,38 @@ def _result(
         result["baselineState"] = baseline
     if leads:
         result["properties"]["confirmsLeads"] = leads
+    result["properties"] |= _opinions(f)
+    if f.status == REFUTED:
+        why = "; ".join(v.get("rationale", "") for v in f.verdicts) or "refuted by a verifier"
+        # Spec-correct, but GitHub code scanning ignores suppressions: see the README ("SARIF output").
+        result["suppressions"] = [
+            {"kind": "external", "status": "accepted", "justification": clip(f"Refuted by a verifier: {why}", 1_000)}
+        ]
     return result
+
+
+def _opinions(f: Finding) -> dict[str, Any]:
+    """What the second opinions said, for a result's properties."""
+    out: dict[str, Any] = {"status": f.status, "refuted": f.status == REFUTED}
+    if f.original_severity:
+        out["originalSeverity"] = f.original_severity
+    if f.verdicts:
+        out["verification"] = [
+            {
+                "verdict": v["verdict"],
+                "fairSeverity": v.get("fair_severity"),
+                "rationale": v.get("rationale", ""),
+                "taskId": v["task_id"],
+                "cited": [f"{c['file']}:{c['start_line']}-{c['end_line']}" for c in v.get("cited", [])],
+            }
+            for v in f.verdicts
+        ]
+    if f.runtime_evidence:
+        out["runtimeEvidence"] = [
+            {"evidenceId": e["evidence_id"], "verdict": e["verdict"], "kind": e.get("kind"), "addedAt": e["added_at"]}
+            for e in f.runtime_evidence
+        ]
+    return out
 
 
 def _notifications(r: ReportInput) -> list[dict[str, Any]]:
@@ -222,9 +256,12 @@ def _notifications(r: ReportInput) -> list[dict[str, Any]]:
     return notes
 
 
-def render_sarif(r: ReportInput) -> dict[str, Any]:
-    """The audit as one SARIF 2.1.0 log with a single run."""
-    findings = r.synthesis.findings[:MAX_RESULTS]  # most severe first; code scanning refuses more
+def render_sarif(r: ReportInput, *, drop_refuted: bool = False) -> dict[str, Any]:
+    """The audit as one SARIF 2.1.0 log with a single run; ``drop_refuted`` leaves refuted findings out (for
+    uploads to tools that ignore ``suppressions``, GitHub code scanning among them)."""
+    # Most severe first, then the refuted ones (kept, suppressed); code scanning refuses more than MAX_RESULTS.
+    everything = [*r.synthesis.findings, *([] if drop_refuted else r.synthesis.refuted)]
+    findings = everything[:MAX_RESULTS]
     by_rule: dict[str, list[Finding]] = {}
     for f in findings:
         by_rule.setdefault(f.category_id, []).append(f)
@@ -274,8 +311,20 @@ def render_sarif(r: ReportInput) -> dict[str, Any]:
             "reviews": {"scripted": bool(r.scripted_reviewers), "by": list(r.scripted_reviewers)},
         },
     }
-    if len(r.synthesis.findings) > MAX_RESULTS:
-        run["properties"]["omittedResults"] = len(r.synthesis.findings) - MAX_RESULTS
+    if len(everything) > MAX_RESULTS:
+        run["properties"]["omittedResults"] = len(everything) - MAX_RESULTS
+    run["properties"]["verification"] = {
+        "byStatus": verification_counts(r.synthesis),
+        "suppressedResults": sum(1 for f in findings if f.status == REFUTED),
+        "note": "Refuted findings are results with suppressions (kind external) and properties.refuted = true. "
+        "GitHub code scanning ignores suppressions and shows them as open alerts: upload the output of "
+        "`audit-mcp report --format sarif --drop-refuted` instead.",
+    }
+    if r.opinions.threat_model is not None:
+        run["properties"]["threatModel"] = {
+            "summary": r.opinions.threat_model.get("summary"),
+            "origin": r.opinions.threat_model_origin,
+        }
     if comparison is not None:
         # Resolved findings stay out of results[]: code scanning does not document result.kind, so an
         # "absent" result could come back as an open alert. Its closing alert is the missing result itself.

@@ -1,22 +1,44 @@
 """Synthesis: findings deduplicated across lenses and packets, fingerprinted, grouped into work blocks.
 
-Pure: raw findings in, ``Synthesis`` out.
+Pure: raw findings in, ``Synthesis`` out. Pairs the deduplicator cannot tell apart (the same lines filed
+under two categories, or one category a few lines apart) are kept apart and listed as ``doubtful``; a
+verifier's judgement that a pair is one defect comes back as ``same`` and merges it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from audit_mcp.core.taxonomy import classify, describe
+from audit_mcp.core.taxonomy import classify
+from audit_mcp.findings.blocks import work_blocks
+from audit_mcp.findings.model import (
+    CONFIDENCE_RANK,
+    MAX_DOUBTFUL,
+    NEAR_LINES,
+    SEVERITY_RANK,
+    Doubt,
+    Finding,
+    Synthesis,
+    WorkBlock,
+)
 
-SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
-CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+__all__ = [
+    "CONFIDENCE_RANK",
+    "SEVERITY_RANK",
+    "Doubt",
+    "Finding",
+    "Synthesis",
+    "WorkBlock",
+    "category_id",
+    "fingerprint",
+    "normalize_evidence",
+    "synthesize",
+]
+
 _WS = re.compile(r"\s+")
 
 
@@ -33,90 +55,6 @@ def fingerprint(file: str, category: str, evidence: str) -> str:
     """
     norm = normalize_evidence(evidence)
     return hashlib.sha256(f"{file}\0{category.strip().lower()}\0{norm}".encode()).hexdigest()[:20]
-
-
-@dataclass
-class Finding:
-    finding_id: str
-    fingerprint: str
-    title: str
-    severity: str
-    confidence: str
-    category: str
-    file: str
-    start_line: int
-    end_line: int
-    evidence: str
-    description: str
-    recommendation: str
-    symbol: str | None
-    lenses: list[str]
-    reporters: list[str]
-    locations: list[tuple[int, int]]
-    related_locations: list[dict[str, Any]]
-    severity_reasons: list[str] = field(default_factory=list)
-    aliases: list[str] = field(default_factory=list)
-    categories: list[str] = field(default_factory=list)
-    category_id: str = ""  # the taxonomy id the category was filed under (core.taxonomy)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.finding_id,
-            "fingerprint": self.fingerprint,
-            "title": self.title,
-            "severity": self.severity,
-            "confidence": self.confidence,
-            "category": self.category,
-            "category_id": self.category_id,
-            "file": self.file,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "evidence": self.evidence,
-            "description": self.description,
-            "recommendation": self.recommendation,
-            "symbol": self.symbol,
-            "lenses": self.lenses,
-            "reported_by": self.reporters,
-            "severity_reasons": self.severity_reasons,
-            "fingerprint_aliases": self.aliases,
-            "categories": self.categories,
-            "evidence_ranges": [{"start_line": a, "end_line": b} for a, b in self.locations],
-            "related_locations": self.related_locations,
-        }
-
-
-@dataclass(frozen=True)
-class WorkBlock:
-    block_id: str
-    title: str
-    severity: str
-    effort: str
-    finding_ids: list[str]
-    files: list[str]
-    order: int
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.block_id,
-            "order": self.order,
-            "title": self.title,
-            "severity": self.severity,
-            "effort": self.effort,
-            "findings": self.finding_ids,
-            "files": self.files,
-        }
-
-
-@dataclass(frozen=True)
-class Synthesis:
-    findings: list[Finding]
-    blocks: list[WorkBlock]
-
-    def by_severity(self) -> dict[str, int]:
-        counts = dict.fromkeys(SEVERITY_RANK, 0)
-        for f in self.findings:
-            counts[f.severity] += 1
-        return counts
 
 
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -173,8 +111,11 @@ def _same_problem(f: Finding, raw: dict[str, Any], span: tuple[int, int]) -> boo
     return f.category_id == category_id(raw) and any(_overlaps(span, loc) for loc in f.locations)
 
 
-def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
-    """Merge findings about the same place and problem; order by severity; group into work blocks."""
+def synthesize(raw_findings: Sequence[dict[str, Any]], same: Collection[tuple[str, str]] = ()) -> Synthesis:
+    """Merge findings about the same place and problem; order by severity; group into work blocks.
+
+    ``same`` holds fingerprint pairs a verifier judged to be one defect: they are merged too.
+    """
     merged: list[Finding] = []
     by_fp: dict[str, Finding] = {}
     ordered = sorted(
@@ -185,10 +126,10 @@ def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
         cid = category_id(raw)
         fp = fingerprint(raw["file"], cid, raw["evidence"])
         span = (raw["start_line"], raw["end_line"])
-        same = by_fp.get(fp) or next((f for f in merged if _same_problem(f, raw, span)), None)
-        if same is not None:
-            _merge_into(same, raw, fp)
-            by_fp.setdefault(fp, same)
+        same_place = by_fp.get(fp) or next((f for f in merged if _same_problem(f, raw, span)), None)
+        if same_place is not None:
+            _merge_into(same_place, raw, fp)
+            by_fp.setdefault(fp, same_place)
             continue
         finding = Finding(
             finding_id="",
@@ -215,27 +156,57 @@ def synthesize(raw_findings: Sequence[dict[str, Any]]) -> Synthesis:
         )
         merged.append(finding)
         by_fp[fp] = finding
+    merged = _merge_judged(merged, same)
     merged.sort(key=lambda f: (SEVERITY_RANK[f.severity], CONFIDENCE_RANK[f.confidence], f.file, f.start_line))
     for i, f in enumerate(merged, 1):
         f.finding_id = f"F{i:03d}"
-    return Synthesis(merged, _blocks(merged))
+    return Synthesis(merged, work_blocks(merged), _doubtful(merged))
 
 
-def _blocks(findings: Sequence[Finding]) -> list[WorkBlock]:
-    groups: dict[tuple[str, str], list[Finding]] = defaultdict(list)
+def _merge_judged(findings: list[Finding], same: Collection[tuple[str, str]]) -> list[Finding]:
+    """Fold each pair a verifier judged to be one defect into one finding (the more severe keeps its place)."""
+    for a, b in same:
+        first = next((f for f in findings if a in f.aliases), None)
+        second = next((f for f in findings if b in f.aliases), None)
+        if first is None or second is None or first is second:
+            continue
+        keep, gone = sorted((first, second), key=lambda f: (SEVERITY_RANK[f.severity], f.file, f.start_line))
+        for lens in gone.lenses:
+            if lens not in keep.lenses:
+                keep.lenses.append(lens)
+        for attr in ("reporters", "locations", "aliases", "categories", "severity_reasons", "related_locations"):
+            target = getattr(keep, attr)
+            target.extend(x for x in getattr(gone, attr) if x not in target)
+        if CONFIDENCE_RANK[gone.confidence] < CONFIDENCE_RANK[keep.confidence]:
+            keep.confidence = gone.confidence
+        findings = [f for f in findings if f is not gone]
+    return findings
+
+
+def _gap(a: tuple[int, int], b: tuple[int, int]) -> int:
+    """Lines between two ranges (0 when they touch or overlap)."""
+    return max(0, max(a[0], b[0]) - min(a[1], b[1]) - 1)
+
+
+def _doubtful(findings: Sequence[Finding]) -> list[Doubt]:
+    """Pairs in one file that may be one defect: the same lines under two categories, or one category a few
+    lines apart (the deduplicator merges neither)."""
+    by_file: dict[str, list[Finding]] = defaultdict(list)
     for f in findings:
-        groups[(f.category_id, posixpath.dirname(f.file) or ".")].append(f)
-    blocks = []
-    for (cid, directory), members in groups.items():
-        entry = describe(cid)
-        category = f"{entry.name} ({cid})" if entry.cwe else entry.name
-        severity = min((m.severity for m in members), key=SEVERITY_RANK.__getitem__)
-        files = sorted({m.file for m in members})
-        effort = "small" if len(members) == 1 else "medium" if len(files) <= 3 else "large"
-        title = members[0].title if len(members) == 1 else f"{category}: {len(members)} findings in {directory}/"
-        blocks.append((severity, -len(members), cid, directory, title, effort, members, files))
-    blocks.sort(key=lambda b: (SEVERITY_RANK[b[0]], b[1], b[2], b[3]))
-    return [
-        WorkBlock(f"W{i:02d}", title, severity, effort, [m.finding_id for m in members], files, i)
-        for i, (severity, _n, _c, _d, title, effort, members, files) in enumerate(blocks, 1)
-    ]
+        by_file[f.file].append(f)
+    doubts: list[Doubt] = []
+    for members in by_file.values():
+        for i, a in enumerate(members):
+            for b in members[i + 1 :]:
+                overlap = any(_overlaps(x, y) for x in a.locations for y in b.locations)
+                gap = min(_gap(x, y) for x in a.locations for y in b.locations)
+                if overlap and a.category_id != b.category_id:
+                    why = f"both are at overlapping lines of {a.file} but filed as {a.category_id} and {b.category_id}"
+                elif not overlap and a.category_id == b.category_id and gap <= NEAR_LINES:
+                    why = f"both are {a.category_id} in {a.file}, {gap} line(s) apart"
+                else:
+                    continue
+                doubts.append(Doubt(a, b, why))
+                if len(doubts) >= MAX_DOUBTFUL:
+                    return doubts
+    return doubts

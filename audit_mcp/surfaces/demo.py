@@ -19,23 +19,14 @@ from typing import Any
 
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.scheduling.learned import STATE_FILENAME, LearnedStore
+from audit_mcp.surfaces.scripted import AnswerKeyReviewer
 from audit_mcp.usecases.service import AuditService
 from audit_mcp.usecases.workspace import ARTIFACTS_DIRNAME
 
 FIXTURE_NAME = "planted_app"
-REVIEWER_LABEL = "scripted reviewer (replays the fixture's answer key; no model judged this code)"
-_FINDING_FIELDS = (
-    "title",
-    "severity",
-    "confidence",
-    "category",
-    "file",
-    "start_line",
-    "end_line",
-    "evidence",
-    "description",
-    "recommendation",
-    "symbol",
+REVIEWER_LABEL = (
+    "scripted reviewer (replays the fixture's answer key: its threat model, planted defects, decoys and "
+    "verdicts; no model judged this code)"
 )
 
 Say = Callable[[str], None]
@@ -54,34 +45,6 @@ def fixtures_dir() -> Path:
 def answer_key() -> dict[str, Any]:
     key: dict[str, Any] = json.loads((fixtures_dir() / f"{FIXTURE_NAME}.answer-key.json").read_text(encoding="utf-8"))
     return key
-
-
-class AnswerKeyReviewer:
-    """Answers a packet from the answer key: each planted defect its task covers, else a plain "read" summary."""
-
-    def __init__(self, key: dict[str, Any]) -> None:
-        self.issues: list[dict[str, Any]] = key["issues"]
-
-    def results(self, packet: dict[str, Any]) -> list[dict[str, Any]]:
-        out = []
-        for task in packet["tasks"]:
-            findings = [
-                {k: issue[k] for k in _FINDING_FIELDS if k in issue}
-                for issue in self.issues
-                if issue["file"] == task["file"]
-                and issue["lens"] == task["lens"]
-                and task["start_line"] <= issue["start_line"] <= task["end_line"]
-            ]
-            out.append(
-                {
-                    "task_id": task["task_id"],
-                    "status": "reviewed",
-                    "summary": f"Scripted: {task['file']} lines {task['start_line']}-{task['end_line']} under the "
-                    f"{task['lens']} lens; reported the answer key's planted defects there.",
-                    "findings": findings,
-                }
-            )
-        return out
 
 
 @dataclass(frozen=True)

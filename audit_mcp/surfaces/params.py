@@ -109,3 +109,27 @@ DispatchMode = Annotated[
         "whole_wave if it waits for every subagent of a wave; the run is planned and its prompt written for it."
     ),
 ]
+FindingRef = Annotated[
+    str,
+    Field(description="The finding's id in the report (e.g. F003) or one of its fingerprints (20 hex characters)."),
+]
+EvidenceVerdict = Annotated[
+    Literal["reproduced", "not_reproduced"],
+    Field(description="reproduced: running the code showed the defect; not_reproduced: it did not."),
+]
+EvidenceOutput = Annotated[
+    str,
+    Field(
+        description="What running it printed (stdout and stderr), the failing test's report or the crash log. "
+        "Stored as untrusted text, the first 48,000 and last 16,000 characters of a longer one."
+    ),
+]
+EvidenceCommand = Annotated[
+    str | None,
+    Field(max_length=2_000, description="The exact command that was run (up to 2,000 characters)."),
+]
+EvidenceKind = Annotated[
+    Literal["reproduction", "failing_test", "crash_log", "log"],
+    Field(description="What the output is: a reproduction, a failing test, a crash log, or another log."),
+]
+PromptFinding = Annotated[str, Field(description="The finding's id in the report (e.g. F003) or a fingerprint.")]

@@ -21,13 +21,22 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ToolAnnotations
 
 from audit_mcp.core.errors import AuditError, NotFoundError
-from audit_mcp.core.models import MergeSummary, PlanStatus, Problem, QuotaStatus, Receipt, StatusView, Step
+from audit_mcp.core.models import (
+    MergeSummary,
+    PlanStatus,
+    Problem,
+    QuotaStatus,
+    Receipt,
+    StatusView,
+    Step,
+)
 from audit_mcp.core.progress import Progress
 from audit_mcp.core.version import __version__
 from audit_mcp.engine.plan_pages import PAGE_CHARS
 from audit_mcp.surfaces import params as p
 from audit_mcp.surfaces.channels import STATE_URIS, STEP_URIS, SessionChannels, digest
 from audit_mcp.surfaces.completions import install_completions
+from audit_mcp.surfaces.evidence_tools import register_evidence_tools
 from audit_mcp.surfaces.operator_tools import register_operator_tools
 from audit_mcp.surfaces.roots import Registry
 from audit_mcp.usecases import packet_render
@@ -380,4 +389,5 @@ def build_server(
         return render_prompt("mcp/show_report.md", root=target, root_note=note)
 
     register_operator_tools(server, registry)
+    register_evidence_tools(server, registry, channels)
     return server

@@ -49,11 +49,12 @@ def render_status(view: StatusView) -> str:
     lines += ["", "Runs"]
     if view.runs:
         lines += _table(
-            ["run", "kind", "state", "packets", "submitted", "waves"],
+            ["run", "kind", "packets of", "state", "packets", "submitted", "waves"],
             [
                 [
                     r["run_id"],
                     r["kind"],
+                    r.get("packet_kind", "review"),
                     r["state"],
                     r["packets"],
                     r["submitted"],
@@ -66,6 +67,10 @@ def render_status(view: StatusView) -> str:
         lines.append("  none yet")
     total = sum(view.findings_by_severity.values())
     lines += ["", f"Findings ({total})", "  " + "  ".join(f"{sev} {n}" for sev, n in view.findings_by_severity.items())]
+    if view.refuted:
+        lines.append(f"  ({view.refuted} refuted by a verifier, kept in the report's refuted section)")
+    lines += ["", "Obligations"]
+    lines += _obligations(view.obligations)
     lines += ["", f"Gaps ({view.gaps_total})"]
     lines += [
         f"  {g['file']}:{g['lines']} [{g['lens']}] {g['state']}: {g['reason'] or ''}".rstrip() for g in view.gaps
@@ -94,6 +99,33 @@ def _forecast(view: StatusView) -> list[str]:
     if not out:
         out.append("  nothing: every task has an outcome" if view.completeness != "unknown" else "  unknown")
     return out
+
+
+def _states(cells: object) -> str:
+    counts = cells if isinstance(cells, dict) else {}
+    shown = ", ".join(f"{n} {_HEADINGS.get(state, state)}" for state, n in counts.items() if n and state != "total")
+    return f"{counts.get('total', 0)} cell(s)" + (f" ({shown})" if shown else "")
+
+
+def _obligations(obligations: dict[str, object]) -> list[str]:
+    context = obligations.get("context")
+    verify = obligations.get("verification")
+    runtime = obligations.get("runtime_evidence")
+    out = []
+    if isinstance(context, dict):
+        written = f"written ({context['threat_model']})" if context.get("threat_model") else context.get("note")
+        out.append(f"  threat model: {_states(context.get('cells'))}; {written or 'not yet written'}")
+    if isinstance(verify, dict):
+        statuses = verify.get("findings_by_status") or {}
+        by_status = ", ".join(f"{n} {s}" for s, n in statuses.items()) if isinstance(statuses, dict) else ""
+        state = f"threshold {verify.get('threshold')}" if verify.get("enabled") else "off"
+        out.append(
+            f"  verification: {_states(verify.get('cells'))}; {state}; {verify.get('due', 0)} finding(s) or pair(s)"
+            f" due a verifier; findings: {by_status or 'none'}"
+        )
+    if isinstance(runtime, dict):
+        out.append(f"  runtime evidence: {runtime.get('attached', 0)} attached")
+    return out or ["  none"]
 
 
 def _waves(waves: object) -> str:

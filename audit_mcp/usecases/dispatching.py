@@ -1,5 +1,10 @@
 """Dispatching a run: plan it (``forecasting``, the same plan every forecast shows), then record its packets,
-leases and prompts, and write its plan, one launch file per wave, and the folder results go into."""
+leases and prompts, and write its plan, one launch file per wave, and the folder results go into.
+
+A run holds one kind of packet, in the order the obligations come: the context packet (the threat model)
+before any review, review packets, then verification packets once review is done. All three go through
+the same ``dispatch_review`` step, and each packet of the plan says its ``packet_kind``.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,10 @@ from audit_mcp.core.executable import audit_mcp_command
 from audit_mcp.core.fs import DerivedWriter, write_atomic
 from audit_mcp.core.models import HostCapabilities
 from audit_mcp.engine.dispatch import dispatch_plan
-from audit_mcp.engine.packet_prompts import render_packet_prompt
 from audit_mcp.engine.plan_pages import wave_doc
-from audit_mcp.findings.leads import leads_in
 from audit_mcp.scheduling.leases import lease_end
 from audit_mcp.scheduling.pacing import schedule_view
-from audit_mcp.store.records import PacketRow, RunRow
+from audit_mcp.store.records import CellState, PacketRow, RunRow
 from audit_mcp.usecases.forecasting import plan_next_run
 from audit_mcp.usecases.inflight import context_for
 from audit_mcp.usecases.workspace import Workspace, iso
@@ -30,9 +33,17 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
         if any(r.state == "open" for r in tx.runs(audit.audit_id, plan=False)):
             return  # another caller opened a run while this one decided to: that run is the one to follow
         run = plan_next_run(ws, tx, audit, config, caps, single=not caps.can_dispatch_subagents)
+        for cell in run.packed.stale:
+            tx.update_cell(
+                audit.audit_id,
+                cell.task_id,
+                state=CellState.NOT_APPLICABLE,
+                now=now,
+                reason="the finding it was to verify is no longer reported (its file changed and was reviewed again)",
+            )
+        if not run.specs:
+            return  # every pending verify cell was stale: settled above, and the planner moves on
         run_id, specs, planned = run.run_id, run.specs, run.planned
-        judged = {v.lead_id for v in tx.verdicts(audit.audit_id)}
-        open_leads = [x for x in tx.leads(audit.audit_id) if x.lead_id not in judged]
         kind = "single" if run.single else "dispatch"
         plan_doc = dispatch_plan(
             run_id=run_id,
@@ -51,26 +62,9 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
         # Prompts are written before the commit that makes their packets visible; a crash before it
         # leaves orphan files the next dispatch overwrites, so no temporary file or fsync per prompt.
         with DerivedWriter() as prompts:
-            for n, spec in enumerate(specs, 1):
-                carried = leads_in(open_leads, [(u.path, u.start_line, u.end_line) for u in spec.plan.units])
-                asked = tx.open_requeues(audit.audit_id, [c.task_id for c in spec.plan.cells])
-                prompts.write(
-                    spec.prompt_path,
-                    render_packet_prompt(
-                        prefix=run.prefix,
-                        run_id=run_id,
-                        packet_id=spec.packet_id,
-                        plan=spec.plan,
-                        files=run.files,
-                        edges=run.edges,
-                        root=ws.root,
-                        artifacts_dir=ws.artifacts_dir,
-                        results_path=ws.results_path(run_id, spec.packet_id),
-                        command=command,
-                        leads=carried,
-                        requested=asked,
-                    ),
-                )
+            for n, (spec, render) in enumerate(zip(specs, run.packed.renders, strict=True), 1):
+                text, carried = render(run_id, spec.packet_id, ws.results_path(run_id, spec.packet_id), command)
+                prompts.write(spec.prompt_path, text)
                 tx.insert_packet(
                     audit.audit_id,
                     PacketRow(
@@ -82,6 +76,7 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
                         spec.plan.tier,
                         spec.plan.tier_reason,
                         str(spec.prompt_path),
+                        spec.kind,
                     ),
                     [c.task_id for c in spec.plan.cells],
                 )
@@ -93,7 +88,12 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
             tx.lease_packets(run_id, plan_doc["lease_expires_at"])
         units = {s.packet_id: len(s.plan.units) for s in specs}
         tx.put_run_context(
-            run_id, {**context_for(run.state_key, run.limits, caps, run.settings, config).as_dict(), "units": units}
+            run_id,
+            {
+                **context_for(run.state_key, run.limits, caps, run.settings, config).as_dict(),
+                "units": units,
+                "budget": run.budget,
+            },
         )
         # Indented for people when small; compact (and fast to write) on large repositories.
         indent = 2 if len(specs) <= 100 else None
@@ -103,6 +103,6 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
             audit_id=audit.audit_id,
             actor="engine",
             action="dispatch",
-            detail=f"run {run_id}: {len(specs)} packet(s), waves {plan_doc['waves']}",
+            detail=f"run {run_id}: {len(specs)} {run.kind} packet(s), waves {plan_doc['waves']}",
             outcome="ok",
         )

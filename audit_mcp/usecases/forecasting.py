@@ -1,4 +1,5 @@
-"""The next review run, planned by one function: dispatch opens it, and status, quota and the Step forecast it.
+"""The next run (context, review or verification), planned by one function: dispatch opens it, and
+status, quota and the Step forecast it.
 
 Whatever the forecast says before dispatch (packets, waves, tokens, time) is what dispatch then does with
 the same state: the same head of the queue, the same packer, prompt prefix and token budget, the same
@@ -8,26 +9,21 @@ scheduler with the same limits, learned state and host. A forecast names no pack
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.models import HostCapabilities
-from audit_mcp.engine.batching import head_of_queue
 from audit_mcp.engine.dispatch import TIER_ORDER, PacketSpec
-from audit_mcp.engine.graph import ImportGraph
-from audit_mcp.engine.lenses import resolve_lenses
-from audit_mcp.engine.packet_prompts import estimate_tokens, packet_prompt_prefix
-from audit_mcp.engine.packets import pack
 from audit_mcp.scheduling.budget import packet_token_budget
 from audit_mcp.scheduling.limits import ResolvedLimits
 from audit_mcp.scheduling.pacing import Pacing, forecast_view
 from audit_mcp.scheduling.pacing import iso as iso_or_none
 from audit_mcp.scheduling.scheduler import PacketLoad, Schedule, schedule
-from audit_mcp.store.records import AuditRow, CellState, FileRow
+from audit_mcp.store.records import AuditRow, CellState
 from audit_mcp.store.tx import Tx
+from audit_mcp.usecases.packing import Packed, pack_next
 from audit_mcp.usecases.rates import cooldown, pacing
 from audit_mcp.usecases.workspace import Workspace
 
@@ -52,8 +48,7 @@ class NextRun:
     limits: ResolvedLimits
     state_key: str
     prefix: str
-    files: Mapping[str, FileRow]
-    edges: ImportGraph
+    packed: Packed  # the packets' kind, and how to write each one's prompt
     budget: int
     pending_cells: int
     cells_in_run: int
@@ -61,6 +56,10 @@ class NextRun:
     @property
     def waves(self) -> list[int]:
         return self.planned.waves
+
+    @property
+    def kind(self) -> str:
+        return self.packed.kind
 
     def forecast(self) -> dict[str, Any]:
         """What this run will take, as the dispatch plan's ``schedule.forecast`` and beyond; no packet ids."""
@@ -75,6 +74,7 @@ class NextRun:
             "pending_cells": self.pending_cells,
             "cells_for_later_runs": self.pending_cells - self.cells_in_run,
             "single_packet": self.single,
+            "packet_kind": self.kind,
         }
 
 
@@ -94,26 +94,13 @@ def plan_next_run(
     """
     limits, learned, key, settings = pacing(ws, config, caps, provider)
     budget = packet_token_budget(limits, learned, config.max_packet_tokens, caps.max_active_subagents)
-    prefix = packet_prompt_prefix(resolve_lenses(config))
-    files = tx.files_in_order(audit.audit_id)  # only the files the head of the queue reaches are read
-    prefix_tokens = estimate_tokens(prefix)
-    limit = 1 if single else config.max_packets_per_run
-    queue = tx.iter_cells(audit.audit_id, CellState.PENDING)
-    try:
-        pending = head_of_queue(queue, files, packets=limit, room=max(1, budget - prefix_tokens))
-    finally:
-        queue.close()
-    # The edges with an end in the head: all that packing and the prompts' import context read, indexed once
-    # for every packet's prompt.
-    edges = ImportGraph(tx.edges_touching(audit.audit_id, {c.path for c in pending}))
-    # A run stays small enough for the host to read its step; the rest waits for the next run.
-    plans = pack(pending, files, edges, budget=budget, prefix_tokens=prefix_tokens)[:limit]
+    packed, prefix = pack_next(ws, tx, audit, config, budget, 1 if single else config.max_packets_per_run)
     seq = len(tx.runs(audit.audit_id, plan=False)) + 1
     run_id = f"A{audit.audit_id}-R{seq}-{run_tag(ws.artifacts_dir)}"
     specs = []
-    for n, packet_plan in enumerate(plans, 1):
+    for n, packet_plan in enumerate(packed.plans, 1):
         packet_id = f"{run_id}-P{n:02d}"
-        specs.append(PacketSpec(packet_id, packet_plan, ws.packet_prompt_path(run_id, packet_id)))
+        specs.append(PacketSpec(packet_id, packet_plan, ws.packet_prompt_path(run_id, packet_id), packed.kind))
     planned = schedule(
         limits,
         learned,
@@ -136,8 +123,7 @@ def plan_next_run(
         limits=limits,
         state_key=key,
         prefix=prefix,
-        files=files,
-        edges=edges,
+        packed=packed,
         budget=budget,
         pending_cells=tx.cell_counts(audit.audit_id).get(CellState.PENDING, 0),
         cells_in_run=sum(len(s.plan.cells) for s in specs),

@@ -18,7 +18,7 @@ from audit_mcp.scheduling.failures import NOT_SUBMITTED, classify
 from audit_mcp.scheduling.pacing import run_outcome
 from audit_mcp.scheduling.worker_output import WorkerReport, describe
 from audit_mcp.store.records import FileRow
-from audit_mcp.usecases import claiming
+from audit_mcp.usecases import claiming, verifying
 from audit_mcp.usecases.deferred import ingest_deferred
 from audit_mcp.usecases.inflight import in_flight, learn_measured_usage
 from audit_mcp.usecases.rates import learn_from_run
@@ -146,6 +146,11 @@ def merge_and_ingest(
         tx.finish_run(run_id, now)
         tx.serve_requeues(audit.audit_id, run_id)
         outcome.requeued += drift.apply(tx, audit.audit_id, config, changed, now)
+        # The last review merged: the findings that need a second opinion join the matrix now, so the
+        # coverage this merge reports already counts them.
+        verifications = (
+            verifying.plan_in(tx, audit.audit_id, config, now) if verifying.review_done(tx, audit.audit_id) else 0
+        )
         counts = tx.cell_counts(audit.audit_id)
         tx.log(
             now=now,
@@ -177,7 +182,10 @@ def merge_and_ingest(
         worker_output=told,
         coverage=totals(counts),
         completeness=completeness(counts),
-        next_action="Call next_step now: it hands out what is still open, or writes the report.",
+        verifications_planned=verifications,
+        next_action="Call next_step now: it hands out what is still open"
+        + (f" (including {verifications} verification task(s) just added)" if verifications else "")
+        + ", or writes the report.",
     )
 
 

@@ -15,15 +15,16 @@ from audit_mcp.engine import hosts
 from audit_mcp.engine.lenses import resolve_lenses
 from audit_mcp.engine.planner import Decision, Executor, Obligation, PlannerState, decide
 from audit_mcp.scheduling.leases import expired_failures
-from audit_mcp.store.records import AuditRow, CellState
+from audit_mcp.store.records import OPEN_STATES, AuditRow, CellKind, CellState
 from audit_mcp.store.tx import Tx
-from audit_mcp.usecases import deferred, dispatching, merging, reporting, starting, stepping
+from audit_mcp.usecases import deferred, dispatching, merging, reporting, starting, stepping, verifying
 from audit_mcp.usecases.workspace import Workspace
 
 _WORK = {
     Obligation.INTAKE: "intake: listing, reading and hashing the repository's files",
     Obligation.PLAN: "plan: building the coverage matrix of files and lenses",
-    Obligation.DISPATCH: "dispatch: packing review packets and writing their prompts",
+    Obligation.DISPATCH: "dispatch: packing packets and writing their prompts",
+    Obligation.PLAN_VERIFICATION: "verification: adding verify cells for the findings that need a second opinion",
     Obligation.INGEST: "ingest: merging the finished run into the coverage matrix",
     Obligation.SYNTHESIZE: "synthesize: deduplicating findings and writing the report",
 }
@@ -190,6 +191,7 @@ def _planner_state(
             False, False, None, None, 0, 0, 0, 0, 0, config.max_runs, caps.can_dispatch_subagents, False
         )
     counts = tx.cell_counts(audit.audit_id)
+    by_kind = tx.cell_counts_by_kind(audit.audit_id)
     runs = tx.runs(audit.audit_id, plan=False)
     open_run = next((r for r in runs if r.state == "open"), None)
     packets = tx.packets(open_run.run_id) if open_run else []
@@ -198,6 +200,9 @@ def _planner_state(
     if shared:  # a packet its holder reported failed is answered too; lapsed claims go back to the queue
         answered |= {p.packet_id for p in packets if p.state == "failed"}
     submitted = len(answered)
+    idle = open_run is None and not any(counts.get(state, 0) for state in OPEN_STATES)
+    # Only when nothing is open: what the findings need is read from a synthesis of all of them.
+    due = len(verifying.subjects_due(tx, audit.audit_id, config)) if idle and audit.synthesized_at is None else 0
     return PlannerState(
         has_audit=True,
         # With nothing in scope there is nothing to plan: the matrix is empty by design.
@@ -213,6 +218,9 @@ def _planner_state(
         host_can_dispatch=caps.can_dispatch_subagents,
         synthesized=audit.synthesized_at is not None,
         open_run_expired=len(tx.expired_packet_ids(open_run.run_id, ws.now())) if open_run and not shared else 0,
+        pending_context=by_kind.get(CellKind.CONTEXT, {}).get(CellState.PENDING, 0),
+        pending_verify=by_kind.get(CellKind.VERIFY, {}).get(CellState.PENDING, 0),
+        verification_due=due,
     )
 
 
@@ -241,6 +249,8 @@ def _run_inline(
                 expired = expired_failures(tx, run.run_id, ws.now(), config.lease_seconds) if run else []
             if run is not None:
                 merging.merge_and_ingest(ws, run.run_id, expired, actor="engine")
+        case Obligation.PLAN_VERIFICATION:
+            verifying.plan_verification(ws, config)
         case Obligation.SYNTHESIZE:
             reporting.synthesize(ws)
         case _:

@@ -11,12 +11,13 @@ from typing import Any
 
 from audit_mcp.core.models import LimitView, QuotaStatus
 from audit_mcp.engine import hosts
+from audit_mcp.engine.opinion_packets import MAX_VERIFY_TASKS
 from audit_mcp.scheduling.budget import packet_token_budget
 from audit_mcp.scheduling.limits import ResolvedLimits
 from audit_mcp.scheduling.pacing import iso, schedule_view
 from audit_mcp.scheduling.probe import probe
 from audit_mcp.scheduling.scheduler import schedule
-from audit_mcp.store.records import CellState
+from audit_mcp.store.records import CellKind, CellState
 from audit_mcp.usecases import rates
 from audit_mcp.usecases.forecasting import NextRun, plan_next_run
 from audit_mcp.usecases.workspace import Workspace
@@ -34,6 +35,7 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
     outstanding_tokens = outstanding_packets = 0
     remembered: dict[str, Any] = {}
     assigned = 0
+    by_kind: dict[str, dict[str, int]] = {}
     with ws.store_if_any() as tx:
         audit = tx.current_audit() if tx is not None else None
         if tx is not None and audit is not None:
@@ -51,6 +53,8 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
                 ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False, provider=provider
             )
             assigned = tx.cell_counts(audit.audit_id).get(CellState.ASSIGNED, 0)
+            # The context and verify cells among them, by kind: the obligations the forecast names.
+            by_kind = tx.cell_counts_by_kind(audit.audit_id)
             open_run = next((r for r in tx.runs(audit.audit_id) if r.state == "open"), None)
             if open_run is not None:
                 submitted = set(tx.submitted_packet_ids(open_run.run_id))
@@ -125,6 +129,7 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
             "pending_cells": run.pending_cells if run is not None else 0,
             "open_cells": (run.pending_cells if run is not None else 0) + assigned,
             "packets": outstanding_packets + (len(run.specs) if run is not None else 0),
+            "obligations": open_obligations(by_kind),
             "waves": run.waves if run is not None else [],
             # With nothing to pack, the widest wave the limits, the learned cap and the host allow now.
             "wave_size": planned.wave_size or min(planned.learned_cap or planned.physical_cap, planned.physical_cap),
@@ -139,3 +144,17 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         forecast=forecast,
         notes=notes,
     )
+
+
+def open_obligations(by_kind: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Open cells of each kind, and the packets they take: one context packet, verifiers by the packet's cap."""
+    out = {}
+    for kind in CellKind:
+        counts = by_kind.get(kind, {})
+        pending, assigned = counts.get(CellState.PENDING, 0), counts.get(CellState.ASSIGNED, 0)
+        out[kind.value] = {"pending": pending, "assigned": assigned, "done": sum(counts.values()) - pending - assigned}
+        if kind is CellKind.CONTEXT:
+            out[kind.value]["packets"] = 1 if pending else 0
+        elif kind is CellKind.VERIFY:
+            out[kind.value]["packets"] = -(-pending // MAX_VERIFY_TASKS)
+    return out

@@ -46,3 +46,10 @@ def learn_from_run(ws: Workspace, key: str, taught: RunOutcome, context: Context
     state of the model it was scheduled for."""
     now = ws.clock()
     ws.learned.update(key, lambda state: learn_run(state, taught, now, context), now)
+
+
+def active_cooldown(ws: Workspace) -> str | None:
+    """The end of a rate-limit cooldown still in force for the current audit (UTC), if any."""
+    with ws.store_if_any() as tx:
+        audit = tx.current_audit() if tx is not None else None
+        return cooldown(ws, tx, audit.audit_id) if tx is not None and audit is not None else None

@@ -12,13 +12,16 @@ from audit_mcp.core.errors import ConfigError, PathError
 from audit_mcp.core.fs import resolve_inside, write_atomic
 from audit_mcp.engine import drift
 from audit_mcp.engine.coverage import completeness, totals
+from audit_mcp.findings.assessment import assess
 from audit_mcp.findings.comparison import compare
 from audit_mcp.findings.leads import lead_report
 from audit_mcp.findings.report import ReportInput, render_json, render_markdown
+from audit_mcp.findings.report_opinions import Opinions
 from audit_mcp.findings.sarif import render_sarif
 from audit_mcp.findings.synthesis import Finding
 from audit_mcp.findings.synthesis import synthesize as synthesize_findings
-from audit_mcp.store.records import CellState, FileRow
+from audit_mcp.store.records import CellKind, CellState, FileRow
+from audit_mcp.usecases.verifying import judged_same
 from audit_mcp.usecases.workspace import Workspace
 
 SCRIPTED_REVIEWER = "scripted_reviewer"  # the ledger action that marks an audit's reviews as scripted
@@ -49,11 +52,19 @@ def build_report_input(ws: Workspace, *, final: bool = False) -> ReportInput:
         baseline = tx.previous_audit(audit.audit_id)
         leads, verdicts = tx.leads(audit.audit_id), tx.verdicts(audit.audit_id)
         baseline_raw = tx.findings(baseline.audit_id) if baseline else []
-    synthesis = synthesize_findings(raw)
+        opinions, evidence = tx.finding_verdicts(audit.audit_id), tx.runtime_evidence(audit.audit_id)
+        threat = tx.threat_model(audit.audit_id)
+        by_kind = tx.cell_counts_by_kind(audit.audit_id)
+        baseline_opinions = tx.finding_verdicts(baseline.audit_id) if baseline else []
+    config = ws.config()
+    merged = synthesize_findings(raw, same=judged_same(opinions))
     comparison = None
     if baseline is not None:
         reviewed = {(c.path, c.lens) for c in cells if c.state in (CellState.REVIEWED, CellState.NOT_APPLICABLE)}
-        comparison = compare(synthesis, synthesize_findings(baseline_raw), baseline.audit_id, reviewed)
+        before = synthesize_findings(baseline_raw, same=judged_same(baseline_opinions))
+        comparison = compare(merged, before, baseline.audit_id, reviewed)
+    synthesis = assess(merged, opinions, evidence)
+    context = next((c for c in cells if c.kind == CellKind.CONTEXT), None)
     return ReportInput(
         repo_name=ws.root.name,
         root=str(ws.root),
@@ -78,9 +89,20 @@ def build_report_input(ws: Workspace, *, final: bool = False) -> ReportInput:
         synthesis=synthesis,
         comparison=comparison,
         leads=lead_report(
-            leads, verdicts, [(f.finding_id, f.file, f.start_line, f.end_line) for f in synthesis.findings]
+            leads,
+            verdicts,
+            [(f.finding_id, f.file, f.start_line, f.end_line) for f in [*synthesis.findings, *synthesis.refuted]],
         ),
-        sources=_sources(ws, synthesis.findings),
+        sources=_sources(ws, [*synthesis.findings, *synthesis.refuted]),
+        opinions=Opinions(
+            threat_model=threat.model if threat else None,
+            threat_model_origin=threat.origin if threat else None,
+            context_state=context.state if context else None,
+            context_reason=context.reason if context else "this audit started before context passes existed",
+            verification_enabled=config.verification_pass,
+            verify_severity=config.verify_severity,
+            coverage_by_kind=by_kind,
+        ),
     )
 
 
@@ -163,11 +185,18 @@ def write_report_files(ws: Workspace, *, final: bool = False) -> ReportInput:
     return report
 
 
-def report(ws: Workspace, fmt: str = "md") -> str:
-    """The report in ``fmt`` (md, json or sarif): the written file once synthesized, else provisional."""
+def report(ws: Workspace, fmt: str = "md", *, drop_refuted: bool = False) -> str:
+    """The report in ``fmt`` (md, json or sarif): the written file once synthesized, else provisional.
+
+    ``drop_refuted`` (SARIF only) leaves refuted findings out, for uploads that ignore ``suppressions``.
+    """
     paths = {"md": ws.report_md_path, "json": ws.report_json_path, "sarif": ws.report_sarif_path}
     if fmt not in paths:
         raise ConfigError(f"unknown report format {fmt!r}; use md, json or sarif")
+    if drop_refuted:
+        if fmt != "sarif":
+            raise ConfigError("--drop-refuted applies to --format sarif only; the other formats keep refuted findings")
+        return json.dumps(render_sarif(build_report_input(ws), drop_refuted=True), indent=2) + "\n"
     path = paths[fmt]
     ws.require_state()
     with ws.store.read() as tx:
@@ -208,5 +237,6 @@ def coverage(ws: Workspace) -> dict[str, Any]:
             "completeness": completeness(counts),
             "totals": totals(counts),
             "by_lens": tx.cell_counts_by_lens(audit.audit_id),
+            "by_kind": tx.cell_counts_by_kind(audit.audit_id),
             "skipped_files": tx.file_counts(audit.audit_id).get("skipped", 0),
         }

@@ -16,7 +16,7 @@ from audit_mcp.core.operations import RequeueResult
 from audit_mcp.core.text import clean_text
 from audit_mcp.engine.selection import Place, choose, requeue_refusal
 from audit_mcp.findings.synthesis import synthesize
-from audit_mcp.store.records import CellState
+from audit_mcp.store.records import CellKind, CellState
 from audit_mcp.usecases.workspace import Workspace
 
 MAX_REASON_CHARS = 500
@@ -51,7 +51,10 @@ def requeue(
         places, missing = _places(tx.findings(audit.audit_id), findings)
         cells = tx.cells(audit.audit_id)
         known = {c.task_id for c in cells}
-        chosen = choose(cells, files=files, lenses=lenses, tasks=tasks, places=places)
+        # Files, lenses and findings name review work; a context or verify task is requeued by its id.
+        review = [c for c in cells if c.kind == CellKind.REVIEW]
+        chosen = choose(review, files=files, lenses=lenses, tasks=tasks, places=places)
+        chosen += choose([c for c in cells if c.kind != CellKind.REVIEW], tasks=tasks)
         not_requeued = {
             t.strip().upper(): "no such task in this audit" for t in tasks if t.strip().upper() not in known
         }

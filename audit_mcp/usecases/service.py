@@ -14,7 +14,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.core.models import FileReceipt, MergeSummary, PlanStatus, QuotaStatus, Receipt, StatusView, Step
+from audit_mcp.core.models import (
+    EvidenceReceipt,
+    FileReceipt,
+    MergeSummary,
+    PlanStatus,
+    QuotaStatus,
+    Receipt,
+    StatusView,
+    Step,
+)
 from audit_mcp.core.operations import AbandonResult, CleanupResult, RequeueResult, StageResult, TaskExplanation
 from audit_mcp.core.progress import Progress
 from audit_mcp.engine.templates import render
@@ -36,6 +45,7 @@ from audit_mcp.usecases import (
     reporting,
     requeueing,
     result_files,
+    runtime,
     stages,
     status,
     submission,
@@ -139,14 +149,21 @@ class AuditService(Workspace):
     def run_stage(self, stage: str, *, new_audit: bool = False) -> StageResult:
         return stages.run_stage(self, stage, new_audit=new_audit)
 
+    def runtime_evidence(self, finding: str, verdict: str, output: str | bytes, **options: Any) -> EvidenceReceipt:
+        """Evidence from running the code, to a finding; ``options``: command, kind, source, added_by."""
+        return runtime.attach(self, finding, verdict, output, **options)
+
+    def runtime_instructions(self, finding: str, evidence_cli: str) -> str:
+        return runtime.instructions(self, finding, evidence_cli)
+
     def quota(self, host_model: str | None = None, provider: str | None = None) -> QuotaStatus:
         return quota.quota_view(self, host_model, provider)
 
     def status(self) -> StatusView:
         return status.status_view(self)
 
-    def report(self, fmt: str = "md") -> str:
-        return reporting.report(self, fmt)
+    def report(self, fmt: str = "md", *, drop_refuted: bool = False) -> str:
+        return reporting.report(self, fmt, drop_refuted=drop_refuted)
 
     def plan_view(
         self, run_id: str, *, cursor: str | None = None, limit: int | None = None, wave: int | None = None
@@ -185,9 +202,7 @@ class AuditService(Workspace):
 
     def active_cooldown(self) -> str | None:
         """The end of a rate-limit cooldown still in force (UTC), if any."""
-        with self.store_if_any() as tx:
-            audit = tx.current_audit() if tx is not None else None
-            return rates.cooldown(self, tx, audit.audit_id) if tx is not None and audit is not None else None
+        return rates.active_cooldown(self)
 
 
 def render_prompt(name: str, **values: str) -> str:

@@ -15,6 +15,8 @@ from audit_mcp.engine.incremental import carry_forward, copy_findings
 from audit_mcp.engine.intake import build_manifest
 from audit_mcp.findings.analyzers import run_analyzers
 from audit_mcp.findings.leads import MAX_SARIF_BYTES, import_leads
+from audit_mcp.usecases import verifying
+from audit_mcp.usecases.context import context_cell
 from audit_mcp.usecases.workspace import Workspace
 
 
@@ -102,9 +104,12 @@ def plan(ws: Workspace, config: SessionConfig) -> None:
         audit = ws.require_audit(tx)
         if tx.cell_counts(audit.audit_id):
             return  # another caller planned this audit while this one decided to: nothing left to do
-        count = tx.insert_matrix(audit.audit_id, build_matrix(tx.files(audit.audit_id), config), now)
+        files = tx.files(audit.audit_id)
+        count = tx.insert_matrix(audit.audit_id, build_matrix(files, config), now)
         carried, previous = carry_forward(tx, audit.audit_id, now, enabled=config.carry_forward)
         kept = copy_findings(tx, audit.audit_id, previous, carried) if previous is not None else 0
+        opinions = verifying.carry_forward(tx, audit.audit_id, previous, now) if previous is not None else 0
+        context = context_cell(tx, audit.audit_id, files, config, now)
         tx.log(
             now=now,
             audit_id=audit.audit_id,
@@ -112,9 +117,11 @@ def plan(ws: Workspace, config: SessionConfig) -> None:
             action="plan",
             detail=f"{count} cell(s) over lenses {', '.join(audit.lenses)}"
             + (
-                f"; {len(carried)} carried forward from audit {previous} with {kept} finding(s), content unchanged"
+                f"; {len(carried)} carried forward from audit {previous} with {kept} finding(s) and {opinions} "
+                "verification(s), content unchanged"
                 if carried
                 else ""
-            ),
+            )
+            + f"; threat model: {context}",
             outcome="ok",
         )

@@ -9,12 +9,18 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.models import StatusView
 from audit_mcp.engine import hosts
 from audit_mcp.engine.coverage import completeness, totals
+from audit_mcp.findings.assessment import assess, verification_counts
 from audit_mcp.findings.synthesis import synthesize
-from audit_mcp.store.records import CellState
+from audit_mcp.store.records import CellKind, CellState
+from audit_mcp.store.tx import Tx
+from audit_mcp.usecases.context import CONTEXT_TASK_ID
 from audit_mcp.usecases.forecasting import plan_next_run
+from audit_mcp.usecases.quota import open_obligations
+from audit_mcp.usecases.verifying import judged_same, subjects_due
 from audit_mcp.usecases.workspace import Workspace
 
 MAX_GAPS_LISTED = 20
@@ -49,6 +55,7 @@ def status_view(ws: Workspace) -> StatusView:
                 {
                     "run_id": run.run_id,
                     "kind": run.kind,
+                    "packet_kind": packets[0].kind if packets else "review",
                     "state": run.state,
                     "created_at": run.created_at,
                     "packets": len(packets),
@@ -56,7 +63,11 @@ def status_view(ws: Workspace) -> StatusView:
                     "waves": waves.get(run.run_id, []),
                 }
             )
-        synthesis = synthesize(tx.findings(audit.audit_id))
+        opinions, evidence = tx.finding_verdicts(audit.audit_id), tx.runtime_evidence(audit.audit_id)
+        merged = synthesize(tx.findings(audit.audit_id), same=judged_same(opinions))
+        due = len(subjects_due(tx, audit.audit_id, config, merged)) if audit.synthesized_at is None else 0
+        synthesis = assess(merged, opinions, evidence)
+        obligations = _obligations(tx, audit.audit_id, config, due, verification_counts(synthesis), len(evidence))
         gap_cells = tx.cells(audit.audit_id, [CellState.FAILED, CellState.SKIPPED])
         skipped = [f for f in tx.files(audit.audit_id) if f.scope == "skipped"]
         open_run = next((r for r in runs if r["state"] == "open"), None)
@@ -65,6 +76,7 @@ def status_view(ws: Workspace) -> StatusView:
             {}, remembered, config.host, hosts.remembered_client(remembered), config.scheduler.wave_kind
         )
         next_run = plan_next_run(ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False)
+        by_kind = tx.cell_counts_by_kind(audit.audit_id)
         view = StatusView(
             repo_root=str(ws.root),
             artifacts_dir=str(ws.artifacts_dir),
@@ -92,6 +104,8 @@ def status_view(ws: Workspace) -> StatusView:
                 for c in gap_cells[:MAX_GAPS_LISTED]
             ],
             gaps_total=len(gap_cells),
+            obligations=obligations,
+            refuted=len(synthesis.refuted),
         )
     forecast = next_run.forecast()
     view.forecast = {
@@ -106,6 +120,8 @@ def status_view(ws: Workspace) -> StatusView:
         "estimated_output_tokens": forecast["estimated_output_tokens"],
         "time_range": forecast["time_range"],
         "cells_for_later_runs": forecast["cells_for_later_runs"],
+        "obligations": open_obligations(by_kind),
+        "verification_expected": obligations["verification"]["due"],
     }
     return view
 
@@ -118,3 +134,28 @@ def _reason_class(reason: str | None) -> str:
         if len(head) < len(text):
             return head
     return text
+
+
+def _obligations(
+    tx: Tx, audit_id: int, config: SessionConfig, due: int, verdicts: dict[str, int], evidence: int
+) -> dict[str, Any]:
+    """Each obligation of the audit: its cells by state, and what it produced."""
+    by_kind = tx.cell_counts_by_kind(audit_id)
+    threat = tx.threat_model(audit_id)
+    context = tx.cells_by_id(audit_id, [CONTEXT_TASK_ID]).get(CONTEXT_TASK_ID)
+    return {
+        "context": {
+            "cells": totals(by_kind.get(CellKind.CONTEXT, {})),
+            "threat_model": threat.origin if threat else None,
+            "note": None if threat else (context.reason if context else "no context cell in this audit"),
+        },
+        "review": {"cells": totals(by_kind.get(CellKind.REVIEW, {}))},
+        "verification": {
+            "cells": totals(by_kind.get(CellKind.VERIFY, {})),
+            "enabled": config.verification_pass,
+            "threshold": config.verify_severity,
+            "due": due,
+            "findings_by_status": verdicts,
+        },
+        "runtime_evidence": {"attached": evidence},
+    }

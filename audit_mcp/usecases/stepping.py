@@ -61,6 +61,7 @@ def agent_step(
             counts = tx.cell_counts(audit.audit_id)
             ctx.coverage = totals(counts)
             ctx.completeness = completeness(counts)
+            ctx.obligations = tx.cell_counts_by_kind(audit.audit_id)
         if decision.obligation is Obligation.CAPABILITY_CHECK:
             ctx.kind, ctx.status = "capability_check", "ready"
             if audit is not None:

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from audit_mcp.core.models import Problem, Receipt
 from audit_mcp.core.text import capped, clean_text, id_problem
 from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json, value_problems
+from audit_mcp.engine.opinion_validation import ContextValidator, VerifyValidator
 from audit_mcp.engine.validation import PacketValidator
 from audit_mcp.scheduling.leases import superseded_message
+from audit_mcp.store.records import Cell, CellKind, Lead, PacketRow
 from audit_mcp.usecases import claiming
 from audit_mcp.usecases.inflight import learn_from_usage
+from audit_mcp.usecases.verifying import claimed, current_synthesis
 from audit_mcp.usecases.workspace import Workspace, iso
 
 
@@ -111,8 +115,7 @@ def submit_packet(
         with ws.store.read() as tx:
             return tx.has_file(run.audit_id, path)
 
-    validator = PacketValidator(packet_id, cells, ws.read_lines, in_manifest, leads)
-    outcome = validator.validate(results, usage)
+    outcome = _validator(ws, run.audit_id, packet, cells, leads, in_manifest).validate(results, usage)
     warnings = [
         Problem(location=loc, message=msg)
         for loc, msg in capped([(w.location, w.message) for w in outcome.warnings], "warnings")
@@ -133,7 +136,7 @@ def submit_packet(
     payload = {"results": outcome.results, "usage": outcome.usage}
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
     covered = sum(1 for r in outcome.results if r["status"] != "could_not_review")
-    kept = sum(len(r["findings"]) for r in outcome.results)
+    kept = sum(len(r.get("findings", [])) for r in outcome.results)
     duplicate = previous is not None and previous[0] == digest
     if dry_run:
         return _dry_run(run_id, packet_id, previous is not None and not duplicate, duplicate, warnings, outcome.results)
@@ -193,6 +196,29 @@ def submit_packet(
     )
 
 
+def _validator(
+    ws: Workspace,
+    audit_id: int,
+    packet: PacketRow,
+    cells: list[Cell],
+    leads: list[Lead],
+    in_manifest: Callable[[str], bool],
+) -> PacketValidator | ContextValidator | VerifyValidator:
+    """The checks for the packet's kind: a review, the threat model, or verdicts."""
+    if packet.kind == CellKind.CONTEXT:
+
+        def known_path(path: str) -> bool:
+            with ws.store.read() as tx:
+                return tx.has_path(audit_id, path)
+
+        return ContextValidator(packet.packet_id, cells, known_path)
+    if packet.kind == CellKind.VERIFY:
+        with ws.store.read() as tx:
+            shown = claimed(current_synthesis(tx, audit_id), cells)
+        return VerifyValidator(packet.packet_id, cells, shown, ws.read_lines, in_manifest)
+    return PacketValidator(packet.packet_id, cells, ws.read_lines, in_manifest, leads)
+
+
 def _dry_run(
     run_id: str,
     packet_id: str,
@@ -217,7 +243,7 @@ def _dry_run(
         warnings=warnings,
         tasks_covered=covered,
         tasks_open=len(results) - covered,
-        findings_kept=sum(len(r["findings"]) for r in results),
+        findings_kept=sum(len(r.get("findings", [])) for r in results),
         next_action="Valid: submit_packet would accept these results as they are. Nothing was recorded; submit "
         "them (submit_packet, or audit-mcp submit-packet) to record them.",
     )

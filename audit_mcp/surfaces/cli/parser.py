@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from audit_mcp.core.version import __version__
-from audit_mcp.surfaces.cli import loop, operations, results, running, serving, stages, storage, views
+from audit_mcp.surfaces.cli import evidence, loop, operations, results, running, serving, stages, storage, views
 from audit_mcp.surfaces.cli.common import Parser
 
 EXIT_CODES = """exit codes:
@@ -28,6 +28,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"audit-mcp {__version__}")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-    for module in (serving, loop, results, views, operations, stages, storage, running):
+    for module in (serving, loop, results, views, evidence, operations, stages, storage, running):
         module.register(sub)
     return parser

@@ -29,6 +29,11 @@ def register(sub: Subparsers) -> None:
         default="md",
         help="md for people, json for tools, sarif (2.1.0) for code-scanning tools",
     )
+    p.add_argument(
+        "--drop-refuted",
+        action="store_true",
+        help="SARIF only: leave refuted findings out (GitHub code scanning ignores suppressions)",
+    )
 
 
 def _quota(args: argparse.Namespace) -> int:
@@ -48,6 +53,9 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    if args.drop_refuted:  # SARIF for uploads that ignore suppressions: printed, the written report unchanged
+        emit(service_for(args).report(args.format, drop_refuted=True))
+        return EXIT_OK
     text, path, provisional = service_for(args).write_report(args.format)
     emit(text)
     state = "provisional: the audit has not finished" if provisional else "final"

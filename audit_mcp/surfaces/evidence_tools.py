@@ -1,0 +1,69 @@
+"""The MCP tool and prompt for runtime evidence: ``runtime_evidence`` attaches what running the code showed to
+a finding, and the ``reproduce_finding`` prompt says how to check a finding safely and attach the result.
+
+Registered on the server by ``server.build_server``; errors a caller must act on become ``ToolError``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from audit_mcp.core.errors import AuditError
+from audit_mcp.core.models import EvidenceReceipt
+from audit_mcp.surfaces import params as p
+from audit_mcp.surfaces.channels import STATE_URIS, SessionChannels
+from audit_mcp.surfaces.operator_tools import Services
+
+T = TypeVar("T")
+
+
+def _call(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except AuditError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def register_evidence_tools(server: MCPServer, registry: Services, channels: SessionChannels) -> None:
+    @server.tool(
+        title="Attach runtime evidence",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False),
+    )
+    async def runtime_evidence(
+        ctx: Context,
+        finding: p.FindingRef,
+        verdict: p.EvidenceVerdict,
+        output: p.EvidenceOutput,
+        command: p.EvidenceCommand = None,
+        kind: p.EvidenceKind = "reproduction",
+        root: p.Root = None,
+    ) -> EvidenceReceipt:
+        """Attach evidence from running the code to a finding (a reproduction and its output, a failing test, a
+        crash log): stored as untrusted text (capped), shown in the report, it moves the finding's status
+        (reproduced outranks unverified in the work blocks). The prompt reproduce_finding says how to run safely."""
+        service = _call(lambda: registry.get(root))
+        receipt = await anyio.to_thread.run_sync(
+            lambda: _call(
+                lambda: service.runtime_evidence(finding, verdict, output, command=command, kind=kind, added_by="mcp")
+            )
+        )
+        await channels.changed(ctx, STATE_URIS)
+        return receipt
+
+    @server.prompt(title="Check a finding by running the code")
+    def reproduce_finding(finding: p.PromptFinding, root: p.PromptRoot = "") -> str:
+        """How to check one finding by running the code safely, and how to attach what it showed."""
+        service = _call(lambda: registry.get(root or None))
+        cli = (
+            f"audit-mcp runtime-evidence --root {shlex.quote(str(service.root))} --finding FINDING "
+            "--file OUTPUT.txt --verdict reproduced|not_reproduced --command 'THE COMMAND'"
+        )
+        return _call(lambda: service.runtime_instructions(finding, cli))
