@@ -202,8 +202,13 @@ for name, call in (("quota", service.quota), ("status", service.status)):
         call().model_dump_json()
         runs.append(time.perf_counter() - t1)
     timings[name + "_ms"] = round(1000 * min(runs), 1)
-db = sum(f.stat().st_size for f in artifacts.iterdir() if f.name.startswith("audit.sqlite3"))
+def db_bytes():
+    return sum(f.stat().st_size for f in artifacts.iterdir() if f.name.startswith("audit.sqlite3"))
+working = db_bytes()  # with the write-ahead log of a store that keeps its connections open
+service.store.close()  # the last connection closing folds the log into the database and removes it
+db = db_bytes()
 print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak, **timings, "db_bytes": db,
+                  "db_bytes_while_open": working,
                   "prompt_bytes": sum(f.stat().st_size for f in artifacts.rglob("*.md")),
                   "step_kind": step.step_kind, "packets": len(plan["packets"]),
                   "tasks": sum(len(p["tasks"]) for p in plan["packets"]),
@@ -296,21 +301,32 @@ def _machine() -> dict[str, str]:
     }
 
 
+def _review_only(checkout: Path, where: Path, extra: str = "") -> Path:
+    """A config file (written to ``where``) with which ``checkout``'s runs are review runs only: no threat
+    model packet before them (it would be the run the first step hands out) and no verification after. A
+    checkout from before those passes has neither, nor their settings, which it would refuse."""
+    known = (checkout / "audit_mcp" / "core" / "config.py").read_text()
+    where.write_text(extra + "".join(f"{k} = false\n" for k in ("context_pass", "verification_pass") if k in known))
+    return where
+
+
 def _first_steps(root: Path, base: Path, rounds: int, baseline: Path | None = None) -> dict[str, Any]:
     """``rounds`` interleaved rounds of: read every byte, the first next_step in-process, the same through
     the CLI, and (with ``baseline``, another checkout) its first next_step in-process; each ratio against
     the read of its own round."""
     samples: list[dict[str, Any]] = []
+    config = str(_review_only(HERE.parent, base / "first.toml"))
     for _ in range(rounds):
         before: dict[str, Any] = {}
         if baseline is not None:
             shutil.rmtree(base / "artifacts-baseline", ignore_errors=True)
-            before = _child(_FIRST_STEP, str(root), str(base / "artifacts-baseline"), checkout=baseline)
+            theirs = str(_review_only(baseline, base / "first-baseline.toml"))
+            before = _child(_FIRST_STEP, str(root), str(base / "artifacts-baseline"), theirs, checkout=baseline)
         read, read_cpu = _read_all_bytes_timed(root)
         shutil.rmtree(base / "artifacts-full", ignore_errors=True)
-        step = _child(_FIRST_STEP, str(root), str(base / "artifacts-full"))
+        step = _child(_FIRST_STEP, str(root), str(base / "artifacts-full"), config)
         shutil.rmtree(base / "artifacts-cli", ignore_errors=True)
-        cli = _cli("next-step", "--root", str(root), "--artifacts-dir", str(base / "artifacts-cli"))
+        cli = _cli("next-step", "--root", str(root), "--artifacts-dir", str(base / "artifacts-cli"), "--config", config)
         samples.append(
             {
                 "read_seconds": round(read, 3),
@@ -331,6 +347,7 @@ def _first_steps(root: Path, base: Path, rounds: int, baseline: Path | None = No
                         "baseline_status_ms": before["status_ms"],
                         "baseline_peak_rss_mb": round(before["peak_rss_mb"], 1),
                         "baseline_db_bytes": before["db_bytes"],
+                        "baseline_db_bytes_while_open": before.get("db_bytes_while_open"),
                     }
                     if before
                     else {}
@@ -357,7 +374,9 @@ def _growth(base: Path, sizes: list[int]) -> list[dict[str, Any]]:
         _read_all_bytes(root)
         read = min(_read_all_bytes(root) for _ in range(2))
         shutil.rmtree(base / "artifacts-growth", ignore_errors=True)
-        step = _child(_FIRST_STEP, str(root), str(base / "artifacts-growth"))
+        step = _child(
+            _FIRST_STEP, str(root), str(base / "artifacts-growth"), str(_review_only(HERE.parent, base / "first.toml"))
+        )
         table.append(
             {
                 "files": files,
@@ -395,19 +414,24 @@ def main() -> None:
         baseline = min(_read_all_bytes(root) for _ in range(3))
         first = _first_steps(root, base, args.rounds, args.baseline)
         step = first["rounds"][-1]["step"]
-        artifacts = str(base / "artifacts-full")
+        at = (
+            "--root",
+            str(root),
+            "--artifacts-dir",
+            str(base / "artifacts-full"),
+            "--config",
+            str(base / "first.toml"),
+        )
         views = {
-            "quota_cli_seconds": round(_cli("quota", "--root", str(root), "--artifacts-dir", artifacts), 3),
-            "status_cli_seconds": round(_cli("status", "--json", "--root", str(root), "--artifacts-dir", artifacts), 3),
+            "quota_cli_seconds": round(_cli("quota", *at), 3),
+            "status_cli_seconds": round(_cli("status", "--json", *at), 3),
             "cli_start_seconds": round(min(_cli("--version") for _ in range(3)), 3),
         }
         shutil.rmtree(base / "artifacts-run", ignore_errors=True)
         run_config = base / "run.toml"
         # A run of review packets, as the baseline measured it: no context packet before it (it would be the
         # run handed out) and no verification run after it.
-        run_config.write_text(
-            f"max_packets_per_run = {args.packets}\ncontext_pass = false\nverification_pass = false\n"
-        )
+        _review_only(HERE.parent, run_config, f"max_packets_per_run = {args.packets}\n")
         _child(_FIRST_STEP, str(root), str(base / "artifacts-run"), str(run_config))
         submit = _child(_SUBMIT_AND_MERGE, str(root), str(base / "artifacts-run"), str(run_config))
         code = _code_bytes(root)
@@ -421,6 +445,7 @@ def main() -> None:
             "first_next_step_ratio": first["rounds"][-1]["ratio"],
             "first_next_step_rounds": first,
             "database_to_code_ratio": round(step["db_bytes"] / code, 2),
+            "database_while_open_to_code_ratio": round(step["db_bytes_while_open"] / code, 2),
             **views,
             "run_of_packets": submit,
             "largest_tool_result_tokens": max(
@@ -436,7 +461,8 @@ def main() -> None:
         }
         if args.baseline is not None:  # the submit and merge phase on the other checkout, right after
             shutil.rmtree(base / "artifacts-run-baseline", ignore_errors=True)
-            where = (str(root), str(base / "artifacts-run-baseline"), str(run_config))
+            theirs = _review_only(args.baseline, base / "run-baseline.toml", f"max_packets_per_run = {args.packets}\n")
+            where = (str(root), str(base / "artifacts-run-baseline"), str(theirs))
             _child(_FIRST_STEP, *where, checkout=args.baseline)
             out["baseline_run_of_packets"] = _child(_SUBMIT_AND_MERGE, *where, checkout=args.baseline)
         print(json.dumps(out, indent=2))

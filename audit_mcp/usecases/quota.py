@@ -55,7 +55,9 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
             assigned = tx.cell_counts(audit.audit_id).get(CellState.ASSIGNED, 0)
             # The context and verify cells among them, by kind: the obligations the forecast names.
             by_kind = tx.cell_counts_by_kind(audit.audit_id)
-            open_run = next((r for r in tx.runs(audit.audit_id) if r.state == "open"), None)
+            # Only the open run's plan is read: earlier runs' plans can be megabytes each.
+            open_id = next((r.run_id for r in tx.runs(audit.audit_id, plan=False) if r.state == "open"), None)
+            open_run = tx.run(open_id) if open_id is not None else None
             if open_run is not None:
                 submitted = set(tx.submitted_packet_ids(open_run.run_id))
                 open_order = [p for p in open_run.plan.get("launch_order", []) if p not in submitted]

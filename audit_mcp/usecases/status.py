@@ -69,7 +69,7 @@ def status_view(ws: Workspace) -> StatusView:
         synthesis = assess(merged, opinions, evidence)
         obligations = _obligations(tx, audit.audit_id, config, due, verification_counts(synthesis), len(evidence))
         gap_cells = tx.cells(audit.audit_id, [CellState.FAILED, CellState.SKIPPED])
-        skipped = [f for f in tx.files(audit.audit_id) if f.scope == "skipped"]
+        skipped = tx.files(audit.audit_id, scope="skipped")
         open_run = next((r for r in runs if r["state"] == "open"), None)
         remembered = audit.host_caps
         caps = hosts.resolve(
