@@ -224,13 +224,17 @@ def test_a_width_that_comes_back_clean_is_forgotten_as_throttled() -> None:
 
 
 def test_throttled_usage_infers_an_input_limit_only_below_a_configured_one() -> None:
-    # Four runs of 40,000 charged tokens over 200 s each: 48,000 a minute together.
-    throttled = usage(calls=20, limited=4, seconds=200, tokens=40_000)
+    # Four runs of 100,000 charged tokens (five times their 20,000-token packets: every call re-sends the
+    # context) over 200 s each: 120,000 a minute together.
+    throttled = usage(calls=20, limited=4, seconds=200, tokens=100_000)
     configured = learn_usage(Learned(), throttled, 20_000, NOW, context(limits(HIGH), 4))
-    assert configured.inferred_limits == {"input_tokens_per_minute": 48_000}
+    assert configured.inferred_limits == {"input_tokens_per_minute": 120_000}
     # Above what is configured it proves nothing new (the ceiling stays); a provider's own limit is the truth;
     # a built-in guess is left to the learned cap.
-    low = limits((4_000, 40_000, 400_000))
+    low = limits((4_000, 100_000, 400_000))
     assert learn_usage(Learned(), throttled, 20_000, NOW, context(low, 4)).inferred_limits == {}
     assert learn_usage(Learned(), throttled, 20_000, NOW, context(limits(HIGH, "high"), 4)).inferred_limits == {}
     assert learn_usage(Learned(), throttled, 20_000, NOW, context(limits(HIGH, "low"), 4)).inferred_limits == {}
+    # Cached runs (charged twice their packet) draw it early: their mean draw says nothing about the bucket.
+    cached = usage(calls=20, limited=4, seconds=200, tokens=40_000)
+    assert learn_usage(Learned(), cached, 20_000, NOW, context(limits(HIGH), 4)).inferred_limits == {}

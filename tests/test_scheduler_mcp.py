@@ -220,8 +220,9 @@ async def test_rate_limit_retries_reported_in_usage_narrow_the_next_wave_without
 async def test_throttling_below_a_configured_input_limit_lowers_it_to_what_the_runs_drew(
     repo: Path, reviewer: ScriptedReviewer
 ) -> None:
-    # The config says 2M input tokens a minute, but four runs drawing 20,000 tokens over 600 s each (8,000 a
-    # minute together) saw a sixth of their calls refused: the key gets about 8,000, whatever the config says.
+    # The config says 2M input tokens a minute, but four runs charged 60,000 tokens over 600 s each (24,000 a
+    # minute together; several times their packets, each call re-sending the context, so they draw evenly) saw a
+    # sixth of their calls refused: the key gets about 24,000, whatever the config says.
     (repo / ".audit-mcp.toml").write_text(
         REVIEW_ONLY + 'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY
     )
@@ -231,18 +232,18 @@ async def test_throttling_below_a_configured_input_limit_lowers_it_to_what_the_r
         plan = await _plan(client, step["run_id"])
         assert plan["wave_size"] == 4 and len(plan["packets"]) >= 6
         for packet in plan["packets"][:4]:  # the first wave
-            usage = {"input_tokens": 20_000, "api_calls": 12, "seconds": 600, "rate_limited_calls": 2}
+            usage = {"input_tokens": 60_000, "api_calls": 12, "seconds": 600, "rate_limited_calls": 2}
             args = {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
             assert (await _call(client, "submit_packet", {**args, "usage": usage}))["accepted"]
         status = await _call(client, "plan_status", {"run_id": plan["run_id"]})
-        # One correction for one cause: the lower limit narrows the rest of the run (each run draws 20,000 of
-        # the 32,000 that 8,000 a minute refills over a run: one, rounded to two with pacing); no cooldown.
+        # One correction for one cause: the lower limit narrows the rest of the run (400 tokens/s over a 240 s
+        # run refill 96,000, and a run of the ~8,700-token packets draws about 55,000: two); no cooldown.
         assert status["width"] == 2 and status["cooldown_until"] is None
         assert status["forecast"]["paced_by"] == "input_tokens_per_minute"
-        assert "the throttled runs showed (8,000" in status["forecast"]["pace"]
+        assert "the throttled runs showed (24,000" in status["forecast"]["pace"]
         quota = await _call(client, "quota_status", {})
         itpm = quota["limits"]["input_tokens_per_minute"]
-        assert itpm["value"] == 8_000 and itpm["confidence"] == "medium"
+        assert itpm["value"] == 24_000 and itpm["confidence"] == "medium"
         assert itpm["source"].startswith("inferred from throttled runs")
         assert quota["learned"]["learned_cap"] is None  # the learned cap is not also cut
         # The configured limits that throttling did not contradict stay as configured.

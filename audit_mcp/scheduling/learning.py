@@ -18,8 +18,9 @@ and ``now`` in; the new learned state out.
 - **One decrease per width**: evidence from packets that started before the last decrease (usage whose
   seconds reach back past it; a failure within one run length of it) is not counted against the new width.
 - **A configured limit throttling contradicts**: when the window is throttled while a configured (medium)
-  input limit says the runs fit, the limit is lowered to what they drew together (``_inferred``): absorbed
-  retries never quote the real limit, and a bucket refusing calls delivers no more than that.
+  input limit says the runs fit, and the runs re-send their whole context on every call (so they draw
+  evenly), the limit is lowered to what they drew together (``_inferred``): absorbed retries never quote the
+  real limit, and a bucket refusing calls delivers no more than that.
 - **Probing a throttled width less often**: the width a throttling cut was made at is remembered; each further
   cut at that same width doubles the clean waves the cap needs before it grows back into it (at most
   ``2**MAX_REPEATS``), and a clean wave at that width forgets it, so a formula that overrates a width by a
@@ -41,7 +42,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from audit_mcp.scheduling.limits import ResolvedLimits
-from audit_mcp.scheduling.profile import DEFAULT_RUN_SECONDS, Learned, binding_rates, decayed, with_observed
+from audit_mcp.scheduling.profile import (
+    CACHED_RATIO,
+    DEFAULT_RUN_SECONDS,
+    Learned,
+    binding_rates,
+    decayed,
+    run_profile,
+    with_observed,
+)
 from audit_mcp.scheduling.ratelimits import parse_error_text
 from audit_mcp.scheduling.scheduler import physical_cap, slow_start
 
@@ -230,6 +239,11 @@ def _inferred(state: Learned, ctx: Context, now: datetime) -> Learned:
     limit, and this is what they say. With no limit configured the learned cap narrows instead, and a limit
     the provider itself gave (high confidence) is the truth."""
     if state.window_seconds <= 0 or state.window_input <= 0:
+        return state
+    if run_profile(state, ctx.limits.provider)[1] < CACHED_RATIO:
+        # A cached run draws its packet as it reads it, early: its 429s come from that peak, which its mean
+        # draw understates (the width bounds and the learned cap answer it). Only runs that re-send their
+        # whole context on every call draw evenly enough for the mean to measure the bucket.
         return state
     current = ctx.limits.limits["input_tokens_per_minute"]
     per_minute = int(max(1, ctx.in_use) * state.window_input / state.window_seconds * 60)
