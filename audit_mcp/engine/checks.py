@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -269,3 +269,32 @@ def locate_evidence(lines: Sequence[str], evidence: str) -> list[tuple[int, int]
         if all(wanted[j] in nonblank[idx + j][1] for j in range(1, len(wanted))):
             found.append((nonblank[idx][0], nonblank[idx + len(wanted) - 1][0]))
     return found
+
+
+def answered_tasks(
+    out: Outcome, results: Sequence[Any], cells: Mapping[str, Any], packet_id: str, fields: str
+) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """Each result that answers a task of the packet once, as (index, JSON location, item); errors for the rest
+    (not an object, a task the packet does not hold, a task answered twice).
+
+    ``fields`` names what a result holds, for the error on a result that is not an object.
+    """
+    seen: set[str] = set()
+    for i, item in enumerate(results):
+        loc = f"/results/{i}"
+        if not isinstance(item, dict):
+            out.error(loc, f"each result must be an object with {fields}")
+            continue
+        task_id = item.get("task_id")
+        if not isinstance(task_id, str) or task_id not in cells:
+            out.error(
+                f"{loc}/task_id",
+                f"task {task_id!r} is not in packet {packet_id}; its tasks are "
+                f"{', '.join(sorted(cells))}. Answer exactly those.",
+            )
+            continue
+        if task_id in seen:
+            out.error(f"{loc}/task_id", f"task {task_id} is answered twice; keep one result per task")
+            continue
+        seen.add(task_id)
+        yield i, loc, item

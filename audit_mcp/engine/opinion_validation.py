@@ -8,6 +8,7 @@ checked like a finding's evidence (found elsewhere in the file, the citation mov
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from audit_mcp.engine.checks import (
     SEVERITIES,
     USAGE_BOUNDS,
     Outcome,
+    answered_tasks,
     clean_text,
     locate_evidence,
     vacuous,
@@ -45,7 +47,7 @@ def _clean(value: Any, key: str = "") -> Any:
     return value
 
 
-class _Opinions:
+class _Opinions(ABC):
     """What both validators share: one result per task of the packet, usage, summaries."""
 
     model: type[ContextResult] | type[VerifyResult]
@@ -60,22 +62,8 @@ class _Opinions:
             out.error("/results", "'results' must be a JSON array with one object per task of the packet")
             return out
         seen: set[str] = set()
-        for i, item in enumerate(results):
-            loc = f"/results/{i}"
-            if not isinstance(item, dict):
-                out.error(loc, "each result must be an object with task_id, status and summary")
-                continue
-            task_id = item.get("task_id")
-            if not isinstance(task_id, str) or task_id not in self.cells:
-                out.error(
-                    f"{loc}/task_id",
-                    f"task {task_id!r} is not in packet {self.packet_id}; its tasks are "
-                    f"{', '.join(sorted(self.cells))}. Answer exactly those.",
-                )
-                continue
-            if task_id in seen:
-                out.error(f"{loc}/task_id", f"task {task_id} is answered twice; keep one result per task")
-                continue
+        for i, loc, item in answered_tasks(out, results, self.cells, self.packet_id, "task_id, status and summary"):
+            task_id = item["task_id"]
             seen.add(task_id)
             before = len(out.errors)
             shape = shape_problems(self.model, item, ("results", i), MESSAGES)
@@ -94,8 +82,9 @@ class _Opinions:
             out.usage = _usage(out, usage)
         return out
 
+    @abstractmethod
     def _task(self, out: Outcome, item: dict[str, Any], cell: Cell, loc: str) -> dict[str, Any] | None:
-        raise NotImplementedError
+        """One task's result, checked and normalized; None (with errors in ``out``) when it cannot be kept."""
 
     @staticmethod
     def _head(out: Outcome, item: Mapping[str, Any], loc: str) -> dict[str, Any] | None:

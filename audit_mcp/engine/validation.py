@@ -28,6 +28,7 @@ from audit_mcp.engine.checks import (
     MIN_SUMMARY_CHARS,
     USAGE_BOUNDS,
     Outcome,
+    answered_tasks,
     clean_text,
     locate_evidence,
     squash,
@@ -67,22 +68,9 @@ class PacketValidator:
             out.error("/results", "'results' must be a JSON array with one object per task of the packet")
             return out
         seen: set[str] = set()
-        for i, item in enumerate(results):
-            loc = f"/results/{i}"
-            if not isinstance(item, dict):
-                out.error(loc, "each result must be an object with task_id, status, summary and findings")
-                continue
-            task_id = item.get("task_id")
-            if not isinstance(task_id, str) or task_id not in self.cells:
-                out.error(
-                    f"{loc}/task_id",
-                    f"task {task_id!r} is not in packet {self.packet_id}; its tasks are "
-                    f"{', '.join(sorted(self.cells))}. Answer exactly those.",
-                )
-                continue
-            if task_id in seen:
-                out.error(f"{loc}/task_id", f"task {task_id} is answered twice; keep one result per task")
-                continue
+        fields = "task_id, status, summary and findings"
+        for _, loc, item in answered_tasks(out, results, self.cells, self.packet_id, fields):
+            task_id = item["task_id"]
             seen.add(task_id)
             normalized = self._task(out, item, self.cells[task_id], loc)
             if normalized is not None:
