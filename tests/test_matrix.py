@@ -101,3 +101,31 @@ def test_javascript_imports_across_lines_and_requires_become_edges() -> None:
         "web/c.mjs",
         "web/d.js",
     }
+
+
+def test_a_python_import_resolves_to_the_module_python_would_prefer() -> None:
+    # A module beats a package of the same name, and either beats the same under src/.
+    known = {
+        "a.py",
+        "a/__init__.py",
+        "src/a.py",
+        "b/__init__.py",
+        "src/b.py",
+        "src/c/__init__.py",
+        "src/d.py",
+        "src/d/__init__.py",
+        "src/__init__.py",
+        "__init__.py",
+        "e/f.py",
+        "src/e/f.py",
+    }
+    text = "import a, b, c, d, src, e.f, missing\nfrom e import f\nfrom src import d\n"
+    assert import_edges("main.py", "python", text, known) == {
+        "a.py",
+        "b/__init__.py",
+        "src/c/__init__.py",
+        "src/d.py",
+        "src/__init__.py",
+        "e/f.py",
+    }
+    assert import_edges("a.py", "python", "import a\n", known) == set()  # never an edge to itself

@@ -23,7 +23,7 @@ from audit_mcp.engine.coverage import max_unit_chars
 from audit_mcp.engine.git import GitReader, paths_of
 from audit_mcp.engine.ignores import walk_paths
 from audit_mcp.engine.incremental import changed_since
-from audit_mcp.engine.languages import detect_language, import_candidates, reads_imports, resolve_imports
+from audit_mcp.engine.languages import ImportResolver, detect_language, import_candidates, reads_imports
 from audit_mcp.engine.scoping import Scoper
 from audit_mcp.store.records import FileRow
 
@@ -275,11 +275,12 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
             if named is not None:
                 imports[rel] = named
         languages = {r.path: r.language for r in rows if r.scope == "review"}
+        resolver = ImportResolver(imports)
         edges = sorted(
             (path, target)
             for path, named in imports.items()
             if named
-            for target in resolve_imports(path, languages[path], named, imports)
+            for target in resolver.resolve(path, languages[path], named)
         )
         head, dirty = snapshot.result() if snapshot is not None else (None, False)
     digest = hashlib.sha256(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Collection, Container, Iterable
 
 _BY_EXTENSION = {
     ".py": "python",
@@ -332,14 +332,21 @@ def _all(text: str, word: str) -> Iterable[int]:
         at = text.find(word, at + 1)
 
 
-def _python_resolve(stem: str, known: Container[str]) -> str | None:
-    candidate = stem.strip("/")
-    if not candidate:
-        return None
-    for path in (f"{candidate}.py", f"{candidate}/__init__.py", f"src/{candidate}.py", f"src/{candidate}/__init__.py"):
-        if path in known:
-            return path
-    return None
+def _python_modules(known: Iterable[str]) -> dict[str, str]:
+    """The Python module stems of ``known`` files, each to the file an import of it names: ``a/b`` is
+    ``a/b.py``, else ``a/b/__init__.py``, else the same under ``src/``, in that order of preference."""
+    best: dict[str, tuple[int, str]] = {}
+    for path in known:
+        if not path.endswith(".py"):
+            continue
+        stem, rank = (path[:-12], 1) if path.endswith("/__init__.py") else (path[:-3], 0)
+        spellings = [(stem, rank)]
+        if stem.startswith("src/"):
+            spellings.append((stem[4:], rank + 2))
+        for name, order in spellings:
+            if name and (name not in best or best[name][0] > order):
+                best[name] = (order, path)
+    return {name: path for name, (_, path) in best.items()}
 
 
 def _js_resolve(path: str, spec: str, known: Container[str]) -> str | None:
@@ -366,19 +373,28 @@ def import_candidates(path: str, language: str, data: bytes) -> list[str]:
     return []
 
 
-def resolve_imports(path: str, language: str, candidates: Iterable[str], known: Container[str]) -> set[str]:
-    """The repository files among ``candidates`` (from ``import_candidates``), other than ``path``."""
-    found: set[str] = set()
-    for name in candidates:
-        target = _python_resolve(name, known) if language == "python" else _js_resolve(path, name, known)
-        if target and target != path:
-            found.add(target)
-    return found
+class ImportResolver:
+    """What ``import_candidates`` name, resolved against the files of one repository (``known``); the
+    Python module stems are indexed once, so each import costs one lookup."""
+
+    def __init__(self, known: Collection[str]) -> None:
+        self.known = known
+        self.modules = _python_modules(known)
+
+    def resolve(self, path: str, language: str, candidates: Iterable[str]) -> set[str]:
+        """The repository files among ``candidates``, other than ``path``."""
+        found: set[str] = set()
+        modules, known = self.modules, self.known
+        for name in candidates:
+            target = modules.get(name.strip("/")) if language == "python" else _js_resolve(path, name, known)
+            if target and target != path:
+                found.add(target)
+        return found
 
 
-def import_edges(path: str, language: str, text: str, known: Container[str]) -> set[str]:
+def import_edges(path: str, language: str, text: str, known: Collection[str]) -> set[str]:
     """Repo files that ``path`` imports, read with plain string search and regular expressions (fast,
     approximate)."""
-    return resolve_imports(
-        path, language, import_candidates(path, language, text.encode("utf-8", "surrogatepass")), known
+    return ImportResolver(known).resolve(
+        path, language, import_candidates(path, language, text.encode("utf-8", "surrogatepass"))
     )

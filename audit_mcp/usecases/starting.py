@@ -76,6 +76,7 @@ def intake(
             + "".join(f", {n} dropped ({why})" for why, n in sorted(imported.dropped.items())),
             outcome="ok",
         )
+    ws.hand_over(audit_id, manifest.files)
 
 
 def _read_sarif(ws: Workspace, key: str, index: int, path: str) -> tuple[str, bytes]:
@@ -104,7 +105,7 @@ def plan(ws: Workspace, config: SessionConfig) -> None:
         audit = ws.require_audit(tx)
         if tx.cell_counts(audit.audit_id):
             return  # another caller planned this audit while this one decided to: nothing left to do
-        files = tx.files(audit.audit_id)
+        files = ws.take_manifest(audit.audit_id) or tx.files(audit.audit_id)
         count = tx.insert_matrix(audit.audit_id, build_matrix(files, config), now)
         carried, previous = carry_forward(tx, audit.audit_id, now, enabled=config.carry_forward)
         kept = copy_findings(tx, audit.audit_id, previous, carried) if previous is not None else 0

@@ -19,7 +19,7 @@ from audit_mcp.core.fs import resolve_inside, write_atomic
 from audit_mcp.scheduling.learned import LearnedStore
 from audit_mcp.store.backends import Store, open_store, shared_documents
 from audit_mcp.store.identity import store_kind
-from audit_mcp.store.records import AuditRow, RunRow
+from audit_mcp.store.records import AuditRow, FileRow, RunRow
 from audit_mcp.store.sqlite import DB_FILENAME
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.identity import repo_identity
@@ -53,6 +53,10 @@ def store_settings(
     return store, audit_name
 
 
+def _path(row: FileRow) -> str:
+    return row.path
+
+
 class Workspace:
     """A repository root and everything the audit keeps about it."""
 
@@ -84,6 +88,7 @@ class Workspace:
         self._store_lock = threading.Lock()
         self.learned = learned or self._learned_store()
         self.probe_transport: httpx.BaseTransport | None = None  # a seam for tests of the provider probe
+        self._manifest: tuple[int, list[FileRow]] | None = None  # see hand_over / take_manifest
 
     @property
     def store(self) -> Store:
@@ -127,6 +132,16 @@ class Workspace:
             if share:
                 return LearnedStore(documents=documents)
         return LearnedStore()
+
+    def hand_over(self, audit_id: int, files: list[FileRow]) -> None:
+        """Keep the manifest intake just committed for the planning that follows in the same call, so it is
+        not read back from the store (a manifest never changes before its audit is planned)."""
+        self._manifest = (audit_id, sorted(files, key=_path))
+
+    def take_manifest(self, audit_id: int) -> list[FileRow] | None:
+        """The manifest of ``audit_id`` in path order (as ``Tx.files`` gives it), once, if intake kept it."""
+        kept, self._manifest = self._manifest, None
+        return kept[1] if kept is not None and kept[0] == audit_id else None
 
     def now(self) -> str:
         return iso(self._clock())
