@@ -5,16 +5,20 @@ again before the report is written, the files concerned are read again; a file w
 differs from the manifest gets its manifest row updated, its findings withdrawn, and its cells put back
 to pending (or skipped, when the file is now deleted, binary or too big) with the reason recorded.
 Reading happens outside the write transaction; applying checks the manifest row is still the one read.
+A file whose status still says what it said when it was hashed (``file_stat``) is known unchanged without
+reading it; one read again with the same bytes gets its status record refreshed, and nothing else changes.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.models import RequeuedTask
+from audit_mcp.engine import file_stat
 from audit_mcp.engine.coverage import build_cells, file_ranges
 from audit_mcp.engine.intake import repository_attributes, rescan
 from audit_mcp.engine.scoping import Scoper
@@ -28,6 +32,11 @@ class Drift:
     after: FileRow
 
     @property
+    def same_bytes(self) -> bool:
+        """Read again and found as it was: only the record of its status is new."""
+        return self.after.sha256 == self.before.sha256 and self.after.scope == self.before.scope
+
+    @property
     def why(self) -> str:
         if self.after.scope != "review":
             return f"changed after intake and is now skipped: {self.after.skip_reason}"
@@ -35,14 +44,18 @@ class Drift:
 
 
 def detect(root: Path, config: SessionConfig, files: Iterable[FileRow]) -> list[Drift]:
-    """The in-scope files whose bytes on disk no longer match the manifest."""
+    """The in-scope files whose bytes on disk no longer match the manifest, and those read again with the
+    same bytes under a new status record (``Drift.same_bytes``)."""
     in_scope = [row for row in files if row.scope == "review"]
     scoper = Scoper(config, repository_attributes(root, [row.path for row in in_scope]))
     real_root = root.resolve()
+    base = f"{real_root}{os.sep}"
     out = []
     for row in in_scope:
+        if file_stat.unchanged(base + row.path, row.stat, scoper, row.path):
+            continue
         now = rescan(real_root, row.path, scoper)
-        if now.sha256 != row.sha256 or now.scope != row.scope:
+        if now.sha256 != row.sha256 or now.scope != row.scope or now.stat != row.stat:
             out.append(Drift(row, now))
     return out
 
@@ -54,6 +67,10 @@ def apply(tx: Tx, audit_id: int, config: SessionConfig, drifts: Iterable[Drift],
         current = tx.file(audit_id, drift.before.path)
         if current is None or current.sha256 != drift.before.sha256:
             continue  # another process already recorded this change
+        if drift.same_bytes:
+            if drift.after.stat is not None:
+                tx.update_file(audit_id, drift.after)
+            continue
         on_path = tx.cells_for_path(audit_id, drift.before.path)
         if any(c.state == CellState.ASSIGNED for c in on_path):
             continue  # held by a run in flight; its merge checks the file again

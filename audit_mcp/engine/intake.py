@@ -8,6 +8,7 @@ import os
 import posixpath
 import re
 import stat
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ import pathspec
 
 from audit_mcp.core.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.core.errors import ConfigError
-from audit_mcp.engine import attributes
+from audit_mcp.engine import attributes, file_stat
 from audit_mcp.engine.attributes import Attributes
 from audit_mcp.engine.coverage import max_unit_chars
 from audit_mcp.engine.git import GitReader, paths_of
@@ -134,6 +135,7 @@ def _scan_file(root: Path, rel: str, scoper: Scoper, *, imports: bool = True) ->
     def skipped(reason: str, size: int = 0, sha: str = "", lines: int = 0) -> tuple[FileRow, None]:
         return FileRow(rel, language, size, lines, sha, "skipped", reason, scoper.kind(rel, language)), None
 
+    read_at = time.time_ns()
     try:
         if not _NOFOLLOW and Path(full).is_symlink():
             raise OSError(errno.ELOOP, "symbolic link")
@@ -191,7 +193,8 @@ def _scan_file(root: Path, rel: str, scoper: Scoper, *, imports: bool = True) ->
     # Counted on the bytes: a newline is never part of a multi-byte UTF-8 sequence nor of a replacement.
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     named = import_candidates(rel, language, data) if imports and reads_imports(language) else []
-    return FileRow(rel, language, len(data), lines, sha, "review", None, kind), named
+    proof = file_stat.record(st, scoper, rel, read_at)
+    return FileRow(rel, language, len(data), lines, sha, "review", None, kind, proof), named
 
 
 def _wide_line(data: bytes, limit: int) -> int | None:

@@ -9,6 +9,8 @@ from typing import Any
 from audit_mcp.store.queries import Connection, Queries
 from audit_mcp.store.records import AuditRow, FileRow
 
+_FILE_COLUMNS = "path, language, size, line_count, sha256, scope, skip_reason, kind, stat"
+
 
 class AuditQueries(Queries):
     """Audits (one per start), their files, and import edges."""
@@ -81,10 +83,10 @@ class AuditQueries(Queries):
     # files and edges ----------------------------------------------------------
     def insert_files(self, audit_id: int, rows: Iterable[FileRow]) -> None:
         self.conn.executemany(
-            "INSERT INTO files (audit_id, path, language, size, line_count, sha256, scope, skip_reason, kind)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files (audit_id, path, language, size, line_count, sha256, scope, skip_reason, kind, stat)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (audit_id, r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, r.kind)
+                (audit_id, r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, r.kind, r.stat)
                 for r in rows
             ],
         )
@@ -92,7 +94,7 @@ class AuditQueries(Queries):
     def files(self, audit_id: int, *, scope: str | None = None) -> list[FileRow]:
         """The manifest in path order: every file, or those of one ``scope`` (``review``, ``skipped``)."""
         rows = self.conn.execute(
-            "SELECT path, language, size, line_count, sha256, scope, skip_reason, kind FROM files WHERE audit_id = ?"
+            f"SELECT {_FILE_COLUMNS} FROM files WHERE audit_id = ?"
             + (" AND scope = ?" if scope is not None else "")
             + " ORDER BY path",
             (audit_id, scope) if scope is not None else (audit_id,),
@@ -113,13 +115,14 @@ class AuditQueries(Queries):
             row["scope"],
             row["skip_reason"],
             row["kind"],
+            row["stat"],
         )
 
     def update_file(self, audit_id: int, r: FileRow) -> None:
         self.conn.execute(
             "UPDATE files SET language = ?, size = ?, line_count = ?, sha256 = ?, scope = ?, skip_reason = ?,"
-            " kind = ? WHERE audit_id = ? AND path = ?",
-            (r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, r.kind, audit_id, r.path),
+            " kind = ?, stat = ? WHERE audit_id = ? AND path = ?",
+            (r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, r.kind, r.stat, audit_id, r.path),
         )
 
     def files_in_order(self, audit_id: int) -> FileWindow:
@@ -130,7 +133,7 @@ class AuditQueries(Queries):
     def run_files(self, audit_id: int, run_id: str) -> list[FileRow]:
         """The manifest rows of the files a run's packets cover, in path order, in one query."""
         rows = self.conn.execute(
-            "SELECT f.path, f.language, f.size, f.line_count, f.sha256, f.scope, f.skip_reason, f.kind FROM files f"
+            f"SELECT {', '.join('f.' + c for c in _FILE_COLUMNS.split(', '))} FROM files f"
             " WHERE f.audit_id = ? AND f.path IN (SELECT c.path FROM packets p"
             " JOIN packet_tasks pt ON pt.packet_id = p.packet_id"
             " JOIN cells c ON c.audit_id = ? AND c.task_id = pt.task_id WHERE p.run_id = ?) ORDER BY f.path",

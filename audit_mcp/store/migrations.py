@@ -283,6 +283,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         DROP INDEX cells_queue
         """,
     ),
+    (
+        # What a file's status (device, inode, size, modification and change times) said when its bytes were
+        # read and hashed: a file whose status still says the same is not read again to know it is unchanged.
+        "0013_file_stat",
+        """
+        ALTER TABLE files ADD COLUMN stat TEXT
+        """,
+    ),
 )
 
 

@@ -90,6 +90,9 @@ class FileRow:
     scope: str
     skip_reason: str | None
     kind: str = "source"  # engine.file_kinds.FileKind: which lenses can read it
+    # What the file's status said when it was read (engine.file_stat), or None when it cannot vouch for the
+    # bytes; not part of the row's identity.
+    stat: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
