@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit_mcp.core.models import RequeuedTask
-from audit_mcp.store.records import Cell, CellKind, CellState, CellUpdate, PacketRow, RunRow, Verdict
+from audit_mcp.store.records import CellKind, CellState, CellUpdate, PacketRow, RunCell, RunRow, Verdict
 from audit_mcp.store.tx import Tx
 
 INVALID_RESULTS = "invalid_results"
@@ -47,8 +47,9 @@ def ingest_run(
     out = IngestOutcome()
     signatures: set[str] = set()
     cells = tx.run_cells(audit_id, run.run_id)
-    task_ids = tx.run_task_ids(run.run_id)
     accepted = tx.run_submissions(run.run_id) if submissions is None else submissions
+    # The tasks of the packets without a submission (to requeue), read only when there are any.
+    task_ids = tx.run_task_ids(run.run_id) if any(p.packet_id not in accepted for p in packets) else {}
     updates: list[CellUpdate] = []
     states: list[tuple[str, str]] = []
     for packet in packets:
@@ -65,7 +66,8 @@ def ingest_run(
                 state = CellState.REVIEWED if result["status"] == "reviewed" else CellState.NOT_APPLICABLE
                 updates.append(CellUpdate(cell.task_id, state, run.run_id, packet.packet_id, result.get("reason")))
                 out.covered += 1
-                _record_opinion(tx, audit_id, cell, packet.packet_id, result, now)
+                if cell.kind != CellKind.REVIEW:
+                    _record_opinion(tx, audit_id, cell, packet.packet_id, result, now)
                 for finding in result.get("findings", []):
                     tx.insert_finding(audit_id, run.run_id, packet.packet_id, cell.task_id, cell.lens, finding)
                 for answer in result.get("leads", []):
@@ -97,7 +99,7 @@ def ingest_run(
     return out
 
 
-def _record_opinion(tx: Tx, audit_id: int, cell: Cell, packet_id: str, result: Mapping[str, Any], now: str) -> None:
+def _record_opinion(tx: Tx, audit_id: int, cell: RunCell, packet_id: str, result: Mapping[str, Any], now: str) -> None:
     """A context task's threat model, or a verify task's verdict, into the store (review tasks have neither)."""
     if cell.kind == CellKind.CONTEXT and result.get("threat_model"):
         tx.put_threat_model(
@@ -116,7 +118,7 @@ def _record_opinion(tx: Tx, audit_id: int, cell: Cell, packet_id: str, result: M
 
 
 def _requeue(
-    updates: list[CellUpdate], cell: Cell, max_attempts: int, why: str, *, attempt: bool = True
+    updates: list[CellUpdate], cell: RunCell, max_attempts: int, why: str, *, attempt: bool = True
 ) -> RequeuedTask:
     """Back to the queue, or failed past the retry budget; ``attempt`` False for work never tried (held back)."""
     attempts = cell.attempts + (1 if attempt else 0)

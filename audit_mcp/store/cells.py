@@ -10,7 +10,7 @@ import heapq
 from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
-from audit_mcp.store.records import Cell, CellKind, CellState, CellUpdate
+from audit_mcp.store.records import Cell, CellKind, CellState, CellUpdate, RunCell
 from audit_mcp.store.units import UnitQueries
 
 _CELL_COLUMNS = (
@@ -22,6 +22,13 @@ _UPDATE = (
     "UPDATE cells SET state = ?, attempts = COALESCE(?, attempts), run_id = ?, packet_id = ?, reason = ?,"
     " updated_at = ? WHERE audit_id = ? AND task_id = ?"
 )
+
+
+_UPDATE_MANY = (
+    "UPDATE cells SET state = ?, attempts = COALESCE(?, attempts), run_id = ?, packet_id = ?, reason = ?,"
+    " updated_at = ? WHERE audit_id = ? AND task_id IN "
+)
+_BATCH = 500  # task ids bound in one statement (SQLite allows 999 at least)
 
 
 def _cell(row: Any) -> Cell:
@@ -148,11 +155,11 @@ class CellQueries(UnitQueries):
         for i in range(0, len(task_ids), 500):
             batch = task_ids[i : i + 500]
             rows = self.conn.execute(
-                f"SELECT * FROM cells WHERE audit_id = ? AND task_id IN ({','.join('?' for _ in batch)})",
+                f"SELECT {_CELL_COLUMNS} FROM cells WHERE audit_id = ? AND task_id IN ({','.join('?' for _ in batch)})",
                 [audit_id, *batch],
             )
             for r in rows:
-                found[r["task_id"]] = _cell(r)
+                found[r[0]] = Cell(*r)
         missing = [t for t in task_ids if t not in found]
         if missing:
             found.update(self.implicit_cells_by_id(audit_id, missing))
@@ -174,23 +181,45 @@ class CellQueries(UnitQueries):
         if self.conn.execute(_UPDATE, args).rowcount == 0 and self.materialize(audit_id, [task_id], now):
             self.conn.execute(_UPDATE, args)
 
-    def run_cells(self, audit_id: int, run_id: str) -> dict[str, Cell]:
+    def run_cells(self, audit_id: int, run_id: str) -> dict[str, RunCell]:
         """The cells of every packet of a run, by task id, in one query."""
-        columns = ", ".join(f"c.{c.strip()}" for c in _CELL_COLUMNS.split(","))
         rows = self.conn.execute(
-            f"SELECT {columns} FROM packets p JOIN packet_tasks pt ON pt.packet_id = p.packet_id"
+            "SELECT c.task_id, c.path, c.lens, c.attempts, c.kind, c.subject FROM packets p"
+            " JOIN packet_tasks pt ON pt.packet_id = p.packet_id"
             " JOIN cells c ON c.audit_id = ? AND c.task_id = pt.task_id WHERE p.run_id = ?",
             (audit_id, run_id),
         )
-        return {r[0]: Cell(*r) for r in rows}
+        return {r[0]: RunCell(*r) for r in rows}
 
     def update_cells(self, audit_id: int, updates: Iterable[CellUpdate], now: str) -> None:
-        """``update_cell`` for many cells, in one statement (and one more for implied cells, given rows)."""
-        rows = [(u.state, u.attempts, u.run_id, u.packet_id, u.reason, now, audit_id, u.task_id) for u in updates]
-        if self.conn.executemany(_UPDATE, rows).rowcount == len(rows):
+        """``update_cell`` for many cells (the last update of a task wins): one statement for each batch of
+        cells given the same values (a packet's reviewed cells share them), and again for implied cells once
+        they have rows."""
+        latest = {u.task_id: u for u in updates}
+        groups: dict[tuple[str, int | None, str | None, str | None, str | None], list[str]] = {}
+        for u in latest.values():
+            groups.setdefault((u.state, u.attempts, u.run_id, u.packet_id, u.reason), []).append(u.task_id)
+        if self._update_groups(audit_id, groups, now) == len(latest):
             return  # every cell had its row (a run's cells do): the common case, with no look-up
-        given = set(self.materialize(audit_id, [r[-1] for r in rows], now))
-        self.conn.executemany(_UPDATE, [r for r in rows if r[-1] in given])
+        given = set(self.materialize(audit_id, list(latest), now))
+        self._update_groups(audit_id, {k: [t for t in ids if t in given] for k, ids in groups.items()}, now)
+
+    def _update_groups(
+        self,
+        audit_id: int,
+        groups: dict[tuple[str, int | None, str | None, str | None, str | None], list[str]],
+        now: str,
+    ) -> int:
+        """Set each group's values on its cells; the number of rows changed."""
+        changed = 0
+        for (state, attempts, run_id, packet_id, reason), task_ids in groups.items():
+            for i in range(0, len(task_ids), _BATCH):
+                batch = task_ids[i : i + _BATCH]
+                changed += self.conn.execute(
+                    _UPDATE_MANY + f"({','.join('?' for _ in batch)})",
+                    (state, attempts, run_id, packet_id, reason, now, audit_id, *batch),
+                ).rowcount
+        return changed
 
     def cells_for_path(self, audit_id: int, path: str) -> list[Cell]:
         rows = self.conn.execute(

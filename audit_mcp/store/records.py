@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class CellState(StrEnum):
@@ -32,6 +32,17 @@ class CellKind(StrEnum):
 OPEN_STATES = (CellState.PENDING, CellState.ASSIGNED)
 DONE_STATES = (CellState.REVIEWED, CellState.NOT_APPLICABLE)
 VERDICTS = ("confirmed", "refuted")  # what a reviewer may say of an analyzer lead
+
+
+class RunCell(NamedTuple):
+    """What merging a run needs of each of its cells (a plain tuple: a run has tens of thousands)."""
+
+    task_id: str
+    path: str
+    lens: str
+    attempts: int
+    kind: str
+    subject: str | None
 
 
 @dataclass(frozen=True)

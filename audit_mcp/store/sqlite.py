@@ -72,6 +72,10 @@ class Store:
         conn = connect(self.path)
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA foreign_keys = ON")
+        # In write-ahead-log mode a commit is in the log file before COMMIT returns, so it survives the
+        # process crashing at any point; the log is synced to disk at checkpoints rather than at every
+        # commit, so an OS crash or power loss can roll back the last commits (README, "Durability").
+        conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 
     @contextmanager
