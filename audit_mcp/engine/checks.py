@@ -113,8 +113,14 @@ def vacuous(summary: str) -> bool:
     """True when a reviewed task's summary says nothing about what was examined ("looks good to me")."""
     if VACUOUS_SUMMARY.match(summary):
         return True
-    words = {w.lower().strip("'./-") for w in _WORD.findall(summary)}
-    return len(words - _FILLER) < MIN_SUMMARY_SUBSTANCE
+    words: set[str] = set()
+    for match in _WORD.finditer(summary):  # stops at the words that settle it: summaries run long
+        word = match.group().lower().strip("'./-")
+        if word not in _FILLER:
+            words.add(word)
+            if len(words) >= MIN_SUMMARY_SUBSTANCE:
+                return False
+    return True
 
 
 def clean_text(text: str) -> str:
