@@ -11,7 +11,7 @@ from audit_mcp.core.errors import ConfigError
 from audit_mcp.store.backends import Store, open_store
 from audit_mcp.store.dialect import to_postgres
 from audit_mcp.store.identity import RepoIdentity, redact, store_kind
-from audit_mcp.store.records import Cell, FileRow, Matrix, PacketRow, RunRow, Verdict
+from audit_mcp.store.records import Cell, CellUpdate, FileRow, Matrix, PacketRow, RunRow, Verdict
 from audit_mcp.usecases.identity import normalize_remote
 from audit_mcp.usecases.service import AuditService
 
@@ -129,6 +129,52 @@ def test_pending_cells_are_implied_by_their_unit_and_get_a_row_once_changed(stor
         assert tx.cells_by_id(audit_id, ["T00003"])["T00003"].packet_id == "A1-R1-P01"
         assert "T00002" not in tx.cells_by_id(audit_id, ["T00002"]) and tx.max_task_number(audit_id) == 5
         assert [c.state for c in tx.cells_for_path(audit_id, "b.py")] == ["assigned", "pending", "reviewed"]
+
+
+def test_many_cells_updated_at_once_rows_and_implied_cells_alike_the_last_update_of_a_task_winning(
+    store: Store,
+) -> None:
+    audit_id = _audit(store)
+    units = [(f"f{i:04d}.py", 1, 3, f"h{i}", 0) for i in range(1_200)]  # more cells than one statement binds
+    with store.write() as tx:
+        assert tx.insert_matrix(audit_id, Matrix(units=units, lens_sets=[["security"]]), NOW) == 1_200
+        cells = tx.cells_by_id(audit_id, [f"T{n:05d}" for n in range(1, 1_101)])
+        tx.assign_cells(audit_id, "A1-R1", "A1-R1-P01", cells.values(), NOW)  # 1,100 rows, 100 implied
+        tx.update_cells(
+            audit_id,
+            [
+                *(CellUpdate(f"T{n:05d}", "reviewed", "A1-R1", "A1-R1-P01") for n in range(1, 1_001)),
+                CellUpdate("T00007", "not_applicable", "A1-R1", "A1-R1-P01", "generated"),  # replaces its first
+                CellUpdate("T01050", "pending", None, None, "timeout: try again", 1),
+                CellUpdate("T01150", "failed", None, None, "gave up", 3),  # implied until now
+            ],
+            NOW,
+        )
+    with store.read() as tx:
+        assert tx.cell_counts(audit_id) == {
+            "reviewed": 999,
+            "not_applicable": 1,
+            "assigned": 99,
+            "pending": 100,
+            "failed": 1,
+        }
+        got = tx.cells_by_id(audit_id, ["T00001", "T00007", "T01050", "T01150", "T01151"])
+        assert (got["T00001"].state, got["T00001"].packet_id, got["T00001"].reason) == ("reviewed", "A1-R1-P01", None)
+        assert (got["T00007"].state, got["T00007"].reason) == ("not_applicable", "generated")
+        assert (got["T01050"].state, got["T01050"].attempts, got["T01050"].run_id) == ("pending", 1, None)
+        assert (got["T01150"].state, got["T01150"].attempts) == ("failed", 3)
+        assert got["T01151"].state == "pending" and got["T01151"].attempts == 0
+
+
+def test_a_files_status_record_round_trips(store: Store) -> None:
+    audit_id = _audit(store)
+    with store.write() as tx:
+        row = tx.file(audit_id, "a.py")
+        assert row is not None and row.stat is None
+        tx.update_file(audit_id, FileRow("a.py", "python", 10, 3, "h1", "review", None, "source", "1:2:10:3:4:r"))
+    with store.read() as tx:
+        assert [f.stat for f in tx.files(audit_id)] == ["1:2:10:3:4:r", None, None]
+        assert tx.file(audit_id, "a.py") == FileRow("a.py", "python", 10, 3, "h1", "review", None, "source")
 
 
 def test_runs_packets_submissions_findings_verdicts_ledger_and_requeues(store: Store) -> None:
