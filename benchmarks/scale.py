@@ -217,36 +217,41 @@ print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak, *
 """
 
 _SUBMIT_AND_MERGE = """
-import json, resource, sys, time
+import json, os, resource, sys, time
 from pathlib import Path
 from audit_mcp.usecases.service import AuditService
 root, artifacts, config = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 service = AuditService(root, artifacts, config_path=config)
 step = service.next_step()
 plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
-times, receipt_chars = [], 0
+times, cpu_times, receipt_chars = [], [], 0
 for packet in plan["packets"]:
     results = [{"task_id": t["task_id"], "status": "reviewed", "findings": [],
                 "summary": f"Read {t['file']} lines {t['start_line']}-{t['end_line']} under {t['lens']}: the "
                            "request body is parsed, looked up and summed; no injection, no unchecked input."}
                for t in packet["tasks"]]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     receipt = service.submit_packet(plan["run_id"], packet["packet_id"], results)
     times.append(time.perf_counter() - t0)
+    cpu_times.append(time.process_time() - c0)
     assert receipt.accepted, receipt.errors
     receipt_chars = max(receipt_chars, len(receipt.model_dump_json()))
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 summary = service.merge_and_ingest(plan["run_id"], [])
-merge_seconds = time.perf_counter() - t0
+merge_seconds, merge_cpu = time.perf_counter() - t0, time.process_time() - c0
 t0 = time.perf_counter()
 final = service.next_step()
 final_seconds = time.perf_counter() - t0
 times.sort()
+cpu_times.sort()
 print(json.dumps({
     "tasks": sum(len(p["tasks"]) for p in plan["packets"]), "packets": len(plan["packets"]),
     "submit_p50_ms": 1000 * times[len(times) // 2], "submit_p99_ms": 1000 * times[min(len(times) - 1,
                                                                                       int(len(times) * 0.99))],
     "submit_max_ms": 1000 * times[-1], "merge_seconds": merge_seconds, "merge_covered": summary.tasks_covered,
+    "submit_cpu_p50_ms": 1000 * cpu_times[len(cpu_times) // 2],
+    "submit_cpu_p99_ms": 1000 * cpu_times[min(len(cpu_times) - 1, int(len(cpu_times) * 0.99))],
+    "merge_cpu_seconds": merge_cpu, "load_average": os.getloadavg()[0],
     "synthesis_next_step_seconds": final_seconds, "final_step": final.step_kind,
     "receipt_max_chars": receipt_chars, "merge_summary_chars": len(summary.model_dump_json()),
     "final_step_chars": len(final.model_dump_json()),
