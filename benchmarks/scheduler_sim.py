@@ -111,7 +111,8 @@ def ablate(names: Sequence[str]) -> None:
     if "slow_start" in names:
         scheduler.slow_start = learning.slow_start = lambda limits, learned: False
     if "first_wave_ratio" in names:
-        profile.planning_ratio = lambda learned, provider: profile.run_profile(learned, provider)[1]
+        prior = profile.run_profile
+        profile.planning_ratio = lambda learned, provider, tokens=None: prior(learned, provider, tokens)[1]
     if "hold" in names:
         live._repack = lambda *args: False
 

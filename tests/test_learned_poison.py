@@ -35,6 +35,8 @@ POISONS: dict[str, str] = {
     "naive time": json.dumps({**GOOD, "updated_at": "2026-11-30T12:00:00"}),
     "cooldown for ever": json.dumps({**GOOD, "cooldown_until": "9999-12-31T00:00:00+00:00"}),
     "a string cap": json.dumps({**GOOD, "cap": "lots"}),
+    "a size fit cut short": json.dumps({**GOOD, "size_fits": {"input_tokens": [1.0, 2.0]}}),
+    "Infinity in a size fit": json.dumps({**GOOD, "size_fits": {"seconds": [1.0, 2.0, 4.0, float("inf"), 2.0, 4.0]}}),
     "not JSON": "{cap: 3",
     "a list": "[1, 2, 3]",
 }
@@ -104,6 +106,17 @@ def test_a_state_that_would_fail_its_check_is_never_written() -> None:
     kept = store.update(KEY, lambda s: replace(s, cap=float("nan"), run_seconds=float("inf")), now)
     assert kept.cap == 4.0 and store.get(KEY).cap == 4.0
     assert ["refused on write" in why for why in _quarantined(store.path)] == [True]
+
+
+def test_what_runs_took_against_their_packets_sizes_survives_the_store() -> None:
+    store = LearnedStore()
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
+    fits = {
+        "input_tokens": (1.9, 30_000.0, 5.0e8, 400_000.0, 7.0e9, 9.0e10),
+        "seconds": (1.0, 12_000.0, 1.44e8, 150.0, 1.8e6, 22_500.0),
+    }
+    store.update(KEY, lambda s: replace(s, size_fits=fits, input_ratio=13.3, updated_at=now), now)
+    assert store.get(KEY).size_fits == fits and store.get(KEY).input_ratio == 13.3
 
 
 def test_the_check_covers_every_field_of_the_learned_state() -> None:

@@ -14,8 +14,17 @@ from audit_mcp.scheduling.learning import (
     learn_usage,
 )
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits
-from audit_mcp.scheduling.profile import Learned
-from audit_mcp.scheduling.scheduler import SLOW_START_WIDTH, PacketLoad, physical_cap, schedule
+from audit_mcp.scheduling.profile import Learned, run_profile
+from audit_mcp.scheduling.scheduler import (
+    PACING_UTILISATION,
+    SLOW_START_WIDTH,
+    PacketLoad,
+    launch_interval,
+    pacing_utilisation,
+    physical_cap,
+    schedule,
+)
+from audit_mcp.scheduling.sizefit import FIT_DECAY
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 HIGH = (4_000, 2_000_000, 400_000)
@@ -44,8 +53,76 @@ def test_the_input_ratio_is_calibrated_from_totals_not_a_mean_of_per_packet_rati
     ctx = context(limits(HIGH), 16)
     state = learn_usage(Learned(), usage(tokens=30_000), 10_000, NOW, ctx)
     state = learn_usage(state, usage(tokens=12_000), 2_000, NOW, ctx)
-    assert state.input_ratio == pytest.approx((0.8 * 30_000 + 12_000) / (0.8 * 10_000 + 2_000))
+    assert state.input_ratio == pytest.approx((FIT_DECAY * 30_000 + 12_000) / (FIT_DECAY * 10_000 + 2_000))
     assert state.run_seconds == 200 and state.calls == 20
+
+
+def _sized_usage(tokens: int) -> dict[str, float]:
+    # Every call re-sends a fixed system prompt: a small packet's run charges far more per token of its text.
+    calls = 6 + tokens / 4_000
+    return {
+        "api_calls": calls,
+        "rate_limited_calls": 0,
+        "seconds": 13 * calls,
+        "input_tokens": 4_000 * calls + 6 * tokens,
+        "output_tokens": 3_000 + 0.05 * tokens,
+    }
+
+
+def test_what_runs_take_is_learned_against_each_packets_size_so_launch_order_does_not_skew_it() -> None:
+    # Packets launch longest first, so the last ones reported are the smallest. Learned against each packet's
+    # own size, the profile read at a size (and the width it gives) is the same whichever order they came in,
+    # and true at that size: the next run, which starts with its largest, is planned right.
+    sizes = [40_000 - 1_500 * i for i in range(25)]  # 40k down to 4k: longest first
+    ctx = context(limits(MID, provider="openai"), 16, mean=22_000)
+    states = []
+    for order in (sizes, sizes[::-1]):
+        state = Learned()
+        for tokens in order:
+            state = learn_usage(state, _sized_usage(tokens), tokens, NOW, ctx)
+        states.append(state)
+    for tokens in (6_000, 22_000, 38_000):
+        truth = _sized_usage(tokens)
+        for state in states:
+            seconds, ratio, output, calls = run_profile(state, "openai", tokens)
+            assert ratio * tokens == pytest.approx(truth["input_tokens"], rel=0.03)
+            assert seconds == pytest.approx(truth["seconds"], rel=0.03)
+            assert calls == pytest.approx(truth["api_calls"], rel=0.03)
+            assert output == pytest.approx(truth["output_tokens"], rel=0.03)
+    lim = limits(MID, provider="openai")
+    widths = {physical_cap(lim, 64, 22_000, state)[0] for state in states}
+    assert len(widths) == 1
+
+
+def test_launch_pacing_keeps_a_margin_against_an_uncertain_calibration_that_shrinks_as_it_becomes_certain() -> None:
+    key, sizes = "input_tokens_per_minute", [40_000 - 1_500 * i for i in range(25)]
+    ctx = context(limits(MID, provider="openai"), 6, mean=22_000)
+    certain, scattered = Learned(), Learned()
+    for i, tokens in enumerate(sizes):
+        exact = _sized_usage(tokens)
+        certain = learn_usage(certain, exact, tokens, NOW, ctx)
+        noisy = {**exact, "input_tokens": exact["input_tokens"] * (1.15 if i % 2 else 0.85)}
+        scattered = learn_usage(scattered, noisy, tokens, NOW, ctx)
+    # With nothing learned the draw is a prior's guess: the widest margin.
+    assert pacing_utilisation(key, Learned(), 22_000) == PACING_UTILISATION
+    # Runs that all draw what their size says leave nothing to guard against; runs that scatter keep more.
+    assert pacing_utilisation(key, certain, 22_000) > 0.99
+    assert PACING_UTILISATION < pacing_utilisation(key, scattered, 22_000) < 0.97
+    # Launches are spaced by the draw over the share of the refill pacing plans for.
+    lim = limits(MID, provider="openai")
+    draw = run_profile(certain, "openai", 22_000)[1] * 22_000
+    assert launch_interval(lim, certain, 22_000)[0] == pytest.approx(draw / 7_500, abs=0.2)
+
+
+def test_packets_all_of_one_size_teach_a_ratio_that_reads_the_same_at_every_size() -> None:
+    # Nothing shows how a quantity changes with size: the fit reads as a single ratio (and a single mean) did.
+    ctx = context(limits(HIGH), 16)
+    state = Learned()
+    for _ in range(5):
+        state = learn_usage(state, usage(tokens=60_000, seconds=240), 20_000, NOW, ctx)
+    for tokens in (5_000, 20_000, 80_000):
+        seconds, ratio, _output, calls = run_profile(state, "anthropic", tokens)
+        assert ratio == pytest.approx(3.0) and seconds == pytest.approx(240) and calls == pytest.approx(20)
 
 
 def test_usage_moves_the_physical_cap_as_it_arrives() -> None:

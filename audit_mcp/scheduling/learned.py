@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict, fields
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -40,6 +40,9 @@ _LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 
 def _finite(low: float, high: float) -> Any:
     return Field(ge=low, le=high, allow_inf_nan=False)
+
+
+_Sum = Annotated[float, _finite(-(10**18), 10**18)]  # a size fit's decayed sums (``sizefit.Fit``)
 
 
 class LearnedDoc(BaseModel):
@@ -71,8 +74,10 @@ class LearnedDoc(BaseModel):
     window_calls: Annotated[float, _finite(0, 10**9)] = 0.0
     window_limited: Annotated[float, _finite(0, 10**9)] = 0.0
     window_at: AwareDatetime | None = None
-    calibration_input: Annotated[float, _finite(0, 10**15)] = 0.0
-    calibration_tokens: Annotated[float, _finite(0, 10**12)] = 0.0
+    size_fits: dict[
+        Literal["input_tokens", "output_tokens", "api_calls", "seconds"],
+        tuple[_Sum, _Sum, _Sum, _Sum, _Sum, _Sum],
+    ] = Field(default_factory=dict)
     window_input: Annotated[float, _finite(0, 10**15)] = 0.0
     window_seconds: Annotated[float, _finite(0, 10**12)] = 0.0
     inferred_limits: dict[Annotated[str, Field(max_length=64)], Annotated[int, Field(gt=0, le=MAX_QUOTED_LIMIT)]] = (

@@ -3,9 +3,10 @@
 Pure: the learned state, one piece of evidence, what the plan was when the evidence was made (``Context``)
 and ``now`` in; the new learned state out.
 
-- **Calibration**: a packet's ``usage`` moves the run profile: the input ratio as decayed totals of charged
-  input over packet tokens (a mean of per-packet ratios would let small packets' fixed overhead inflate it),
-  output tokens, calls and, for packets that met no rate limit, seconds.
+- **Calibration**: a packet's ``usage`` moves the run profile, each quantity (charged input, output tokens,
+  calls and, for packets that met no rate limit, seconds) fitted against that packet's own estimated tokens
+  (``sizefit``): packets launch longest first, and a ratio or mean learned in arrival order would end on the
+  smallest (whose fixed per-call overhead inflates their ratio) and plan the next run's largest with it.
 - **Throttling as a rate**: the calls and rate-limited calls that usage reports fill a window that decays
   with time (``WINDOW_HALF_LIFE``). The runs are throttled when the window holds at least ``MIN_THROTTLED``
   rate-limited calls and they are at least ``THROTTLED_SHARE`` of its calls: a trickle of 429s on a busy
@@ -53,11 +54,10 @@ from audit_mcp.scheduling.profile import (
 )
 from audit_mcp.scheduling.ratelimits import parse_error_text
 from audit_mcp.scheduling.scheduler import physical_cap, slow_start
+from audit_mcp.scheduling.sizefit import Fit, folded, mean_size, mean_value, seeded
 
 DEFAULT_COOLDOWN = timedelta(seconds=60)
 MAX_LEARNED_CAP = 64
-PACKET_WEIGHT = 0.2  # how far one packet's usage moves the learned seconds, output tokens and calls
-CALIBRATION_DECAY = 0.8  # how much of the input-ratio totals each new packet keeps
 WINDOW_HALF_LIFE = timedelta(minutes=10)
 # Throttled: at least this many rate-limited calls in the window, and at least this share of its calls. The
 # share is several times the 0.5–2% of calls a busy shared key sees refused at random.
@@ -191,28 +191,48 @@ def _anchored(state: Learned, ctx: Context, cold: bool) -> Learned:
 
 
 def _calibrated(state: Learned, usage: Mapping[str, float], estimated_tokens: int) -> Learned:
-    charged = float(usage.get("input_tokens") or 0.0)
-    totals = (state.calibration_input, state.calibration_tokens)
-    if charged > 0 and estimated_tokens > 0:
-        if state.calibration_tokens <= 0 and state.input_ratio:  # a profile learned before these totals existed
-            totals = (state.input_ratio * estimated_tokens, float(estimated_tokens))
-        totals = (CALIBRATION_DECAY * totals[0] + charged, CALIBRATION_DECAY * totals[1] + estimated_tokens)
-    seconds = float(usage.get("seconds") or 0.0) if clean(usage) else 0.0
+    """Each quantity the usage reports, folded into its size fit against this packet's own estimated tokens
+    (seconds only from a clean run: retries stretch them); the scalars are the fits read at their mean size."""
+    x = float(estimated_tokens)
+    if x <= 0:
+        return state
+    reported = {
+        "input_tokens": float(usage.get("input_tokens") or 0.0),
+        "output_tokens": float(usage.get("output_tokens") or 0.0),
+        "api_calls": float(usage.get("api_calls") or 0.0),
+        "seconds": float(usage.get("seconds") or 0.0) if clean(usage) else 0.0,
+    }
+    fits = dict(state.size_fits)
+    for key, y in reported.items():
+        if y <= 0:
+            continue
+        fit = fits.get(key)
+        if fit is None and (old := _scalar(state, key)) is not None:  # a profile learned before size fits existed
+            fit = seeded(x, old * x if key == "input_tokens" else old)
+        fits[key] = folded(fit, x, y)
+    ratio = fits.get("input_tokens")
     return replace(
         state,
-        calibration_input=totals[0],
-        calibration_tokens=totals[1],
-        input_ratio=totals[0] / totals[1] if totals[1] > 0 else state.input_ratio,
-        output_tokens=_ewma(state.output_tokens, usage.get("output_tokens")),
-        calls=_ewma(state.calls, usage.get("api_calls")),
-        run_seconds=_ewma(state.run_seconds, seconds),
+        size_fits=fits,
+        input_ratio=mean_value(ratio) / mean_size(ratio) if ratio and mean_size(ratio) > 0 else state.input_ratio,
+        output_tokens=_mean(fits, "output_tokens", state.output_tokens),
+        calls=_mean(fits, "api_calls", state.calls),
+        run_seconds=_mean(fits, "seconds", state.run_seconds),
     )
 
 
-def _ewma(old: float | None, new: float | None) -> float | None:
-    if not new:
-        return old
-    return float(new) if old is None else old + PACKET_WEIGHT * (float(new) - old)
+def _scalar(state: Learned, key: str) -> float | None:
+    return {
+        "input_tokens": state.input_ratio,
+        "output_tokens": state.output_tokens,
+        "api_calls": state.calls,
+        "seconds": state.run_seconds,
+    }[key]
+
+
+def _mean(fits: Mapping[str, Fit], key: str, otherwise: float | None) -> float | None:
+    fit = fits.get(key)
+    return mean_value(fit) if fit is not None else otherwise
 
 
 def _windowed(state: Learned, now: datetime, calls: float, limited: float, charged: float, seconds: float) -> Learned:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits
+from audit_mcp.scheduling.sizefit import Fit, mean_size, reading, value_at
 
 # Priors for one subagent run, corrected by observed ``usage`` blocks.
 DEFAULT_RUN_SECONDS = 240.0
@@ -28,6 +29,7 @@ TARGET_UTILISATION = 1.0
 CACHED_RATIO = 4.0
 INFERRED_SOURCE = "inferred from throttled runs"  # how a limit lowered by ``learning._inferred`` is shown
 _PER_MINUTE = ("input_tokens_per_minute", "output_tokens_per_minute", "requests_per_minute")
+FIT_KEYS = ("input_tokens", "output_tokens", "api_calls", "seconds")  # the usage a run profile is fitted on
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,9 @@ class Learned:
     window_calls: float = 0.0
     window_limited: float = 0.0
     window_at: datetime | None = None
-    # Charged input tokens and packet tokens of recent runs, decayed per run: the input ratio is their quotient.
-    calibration_input: float = 0.0
-    calibration_tokens: float = 0.0
+    # What runs took against their packets' estimated tokens (``sizefit``), per usage key (``FIT_KEYS``): read
+    # at the size being planned. The scalars above are the same fits read at the mean size they have seen.
+    size_fits: dict[str, Fit] = field(default_factory=dict)
     # Charged input tokens and seconds the same usage reported, decayed alongside the calls.
     window_input: float = 0.0
     window_seconds: float = 0.0
@@ -99,15 +101,29 @@ def decayed(value: float | None, learned: Learned, prior: float, now: datetime, 
     return prior + (value - prior) * weight
 
 
-def run_profile(learned: Learned, provider: str = "") -> tuple[float, float, float, float]:
-    """Seconds, input ratio, output tokens and calls of one subagent run: learned, else the priors."""
+def run_profile(learned: Learned, provider: str = "", tokens: float | None = None) -> tuple[float, float, float, float]:
+    """Seconds, input ratio, output tokens and calls of one subagent run of a ``tokens``-token packet: learned
+    (read off the size fits at that size; without a size, at the mean size they have seen), else the priors."""
     ratio = learned.input_ratio or DEFAULT_INPUT_RATIO.get(provider, UNCACHED_INPUT_RATIO)
+    seconds = learned.run_seconds or DEFAULT_RUN_SECONDS
+    out = learned.output_tokens or DEFAULT_OUTPUT_TOKENS
+    calls = learned.calls or DEFAULT_CALLS
+    if tokens is None or tokens <= 0:
+        return seconds, ratio, out, calls
+    fits = learned.size_fits
+    if learned.input_ratio and "input_tokens" in fits:
+        ratio = max(1e-6, value_at(fits["input_tokens"], tokens, proportional=True) / tokens)
     return (
-        learned.run_seconds or DEFAULT_RUN_SECONDS,
+        _at(fits, "seconds", tokens, seconds) if learned.run_seconds else seconds,
         ratio,
-        learned.output_tokens or DEFAULT_OUTPUT_TOKENS,
-        learned.calls or DEFAULT_CALLS,
+        _at(fits, "output_tokens", tokens, out) if learned.output_tokens else out,
+        _at(fits, "api_calls", tokens, calls) if learned.calls else calls,
     )
+
+
+def _at(fits: dict[str, Fit], key: str, tokens: float, otherwise: float) -> float:
+    fit = fits.get(key)
+    return max(1.0, value_at(fit, tokens)) if fit is not None and mean_size(fit) > 0 else otherwise
 
 
 def binding_rates(limits: ResolvedLimits) -> dict[str, float]:
@@ -118,25 +134,41 @@ def binding_rates(limits: ResolvedLimits) -> dict[str, float]:
     return {key: limits.value(key) / 60.0 for key in _PER_MINUTE if limits.limits[key].confidence != "low"}
 
 
-def planning_ratio(learned: Learned, provider: str) -> float:
-    """The input ratio widths and launch pacing are planned with: the learned one; before any usage, for a
-    provider that charges cache reads, the prior; for one that charges every input token, the most a run
-    can draw, each of its calls re-sending the whole packet (the prior's guess at how much less it re-sends
-    varies with the packet, the model and the tools: a first wave planned on it may outrun the bucket)."""
+def planning_ratio(learned: Learned, provider: str, tokens: float | None = None) -> float:
+    """The input ratio widths and launch pacing are planned with at a packet of ``tokens``: the learned one;
+    before any usage, for a provider that charges cache reads, the prior; for one that charges every input
+    token, the most a run can draw, each of its calls re-sending the whole packet (the prior's guess at how
+    much less it re-sends varies with the packet, the model and the tools: a first wave planned on it may
+    outrun the bucket)."""
     if learned.input_ratio:
-        return learned.input_ratio
+        return run_profile(learned, provider, tokens)[1]
     if provider in DEFAULT_INPUT_RATIO:
         return DEFAULT_INPUT_RATIO[provider]
     return float(learned.calls or DEFAULT_CALLS)
 
 
 def draws(key: str, tokens: Sequence[float], learned: Learned, provider: str) -> list[float]:
-    """What each run (of packets of ``tokens``) draws on the ``key`` bucket, as widths are planned."""
+    """What each run (of packets of ``tokens``) draws on the ``key`` bucket, as widths are planned: each at
+    its own packet's size (``run_profile``, read off the size fits in one pass)."""
+    fitted = {"input_tokens_per_minute": "input_tokens", "output_tokens_per_minute": "output_tokens"}
+    fitted["requests_per_minute"] = "api_calls"
+    if key not in fitted:
+        return [1.0 for _ in tokens]
+    scalar = {"input_tokens_per_minute": learned.input_ratio, "output_tokens_per_minute": learned.output_tokens}
+    fit = learned.size_fits.get(fitted[key])
+    if key == "input_tokens_per_minute":
+        if fit is None or not learned.input_ratio or mean_size(fit) <= 0:
+            ratio = planning_ratio(learned, provider)
+            return [max(1.0, t * ratio) for t in tokens]
+        intercept, slope = reading(fit, proportional=True)
+        return [max(1.0, intercept + slope * t, 1e-6 * t) for t in tokens]
     _seconds, _ratio, out, calls = run_profile(learned, provider)
-    ratio = planning_ratio(learned, provider)
-    per_token = {"input_tokens_per_minute": ratio}.get(key, 0.0)
-    per_run = {"output_tokens_per_minute": out, "requests_per_minute": calls}.get(key, 0.0)
-    return [max(1.0, t * per_token + per_run) for t in tokens]
+    per_run = out if key == "output_tokens_per_minute" else calls
+    learned_value = scalar.get(key, learned.calls)
+    if fit is None or not learned_value or mean_size(fit) <= 0:
+        return [max(1.0, per_run) for _ in tokens]
+    intercept, slope = reading(fit)
+    return [max(1.0, intercept + slope * t) for t in tokens]
 
 
 def with_observed(limits: ResolvedLimits, learned: Learned) -> ResolvedLimits:

@@ -74,7 +74,7 @@ def pace(f: Facts) -> str:
 
 
 def reasoning(f: Facts) -> str:
-    seconds, ratio, _out, _calls = run_profile(f.learned, f.limits.provider)
+    seconds, ratio, _out, _calls = run_profile(f.learned, f.limits.provider, f.mean_tokens)
     how = (
         "keeps that many running, starting the next as one finishes"
         if f.host_kind == "rolling"

@@ -45,12 +45,19 @@ from audit_mcp.scheduling.profile import (
     draws,
     run_profile,
 )
+from audit_mcp.scheduling.sizefit import relative_error
 
 # A cached run reads its packet early: its input draw peaks at about this multiple of its mean. Rolling hosts
 # start runs at different times, so the peaks spread out; a whole wave starts at once, so they add up, and
 # the bucket's burst is what absorbs them.
 WHOLE_WAVE_INPUT_PEAK = 1.5
-PACING_UTILISATION = 0.9  # launch pacing keeps each bucket's draw a little under its refill
+# Launch pacing keeps each bucket's draw under its refill by a margin against the error of the draw it was
+# planned with: ``PACING_CONFIDENCE`` standard errors of the calibration's reading (``sizefit``), and never
+# less utilisation than ``PACING_UTILISATION``, the margin while the draw is a prior's guess.
+PACING_UTILISATION = 0.9
+PACING_CONFIDENCE = 2.0
+_FITTED = {"input_tokens_per_minute": "input_tokens", "output_tokens_per_minute": "output_tokens"}
+_FITTED["requests_per_minute"] = "api_calls"
 SLOW_START_WIDTH = 2  # the first wave's width when nothing at all is known about the model's limits
 
 
@@ -107,7 +114,7 @@ def physical_cap(
     the bucket's burst plus its refill over that reading time, not only the refill over the run. An uncached
     run re-sends its whole context on every call and draws evenly.
     """
-    seconds, ratio, _out, _calls = run_profile(learned, limits.provider)
+    seconds, ratio, _out, _calls = run_profile(learned, limits.provider, mean_tokens)
     bounds = {"host": min(host_cap, MAX_WAVE_WIDTH)}
     for key, rate in binding_rates(limits).items():
         per_run = draws(key, [mean_tokens], learned, limits.provider)[0]
@@ -127,7 +134,7 @@ def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[in
     """Seconds after a run starts before which each of its packets (in launch order) should not start.
 
     Each bucket known well enough to bind is played forward as a virtual token bucket that refills at
-    ``PACING_UTILISATION`` of its rate and charges a run's whole draw at its start: runs start at once
+    ``pacing_utilisation`` of its rate and charges a run's whole draw at its start: runs start at once
     while the burst lasts (less one output reservation and one request per slot), then no faster than
     the bucket refills, so first calls do not collide and the throughput stays just under the limit.
     All zeros when nothing binds, and at a width of one: a single slot already runs one packet at a time, and
@@ -144,7 +151,7 @@ def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[in
             "requests_per_minute": width,
         }.get(key, 0)
         burst = max(0.0, limits.value(key) - headroom)
-        refill = PACING_UTILISATION * rate
+        refill = pacing_utilisation(key, learned, sum(tokens) / len(tokens)) * rate
         level, at = burst, 0.0
         for i, draw in enumerate(draws(key, tokens, learned, limits.provider)):
             start = offsets[i] if offsets[i] > at else at
@@ -156,6 +163,21 @@ def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[in
             offsets[i], at = start, start
             level -= draw
     return [round(x, 1) for x in offsets]
+
+
+def pacing_utilisation(key: str, learned: Learned, tokens: float) -> float:
+    """The share of the ``key`` bucket's refill launch pacing plans to draw, for runs of ``tokens``-token
+    packets: the calibration's reading of their draw, less ``PACING_CONFIDENCE`` of its standard errors, is
+    what the refill must cover. A margin against uncertainty, so it shrinks as the calibration becomes
+    certain, down to none; while the draw is a prior's guess (or fewer than three packets were learned),
+    ``PACING_UTILISATION``."""
+    fit = learned.size_fits.get(_FITTED.get(key, ""))
+    if fit is None or not learned.input_ratio:
+        return PACING_UTILISATION
+    error = relative_error(fit, tokens, proportional=key == "input_tokens_per_minute")
+    if error is None:
+        return PACING_UTILISATION
+    return max(PACING_UTILISATION, 1.0 / (1.0 + PACING_CONFIDENCE * error))
 
 
 def _by_wave(offsets: list[float], waves: list[int]) -> list[float]:
@@ -170,7 +192,8 @@ def _by_wave(offsets: list[float], waves: list[int]) -> list[float]:
 def launch_interval(limits: ResolvedLimits, learned: Learned, mean_tokens: float) -> tuple[float, str | None]:
     """Seconds between starts once the burst is spent, and the bucket that sets them; (0, None) if none binds."""
     gaps = {
-        key: draws(key, [mean_tokens], learned, limits.provider)[0] / (PACING_UTILISATION * rate)
+        key: draws(key, [mean_tokens], learned, limits.provider)[0]
+        / (pacing_utilisation(key, learned, mean_tokens) * rate)
         for key, rate in binding_rates(limits).items()
         if rate > 0
     }
@@ -208,7 +231,7 @@ def schedule(
     offsets = _by_wave(starts, waves) if host_kind == "whole_wave" else starts
     interval, pacer = launch_interval(limits, learned, mean_tokens) if any(offsets) else (0.0, None)
     cooldown = learned.cooldown_until if learned.cooldown_until and learned.cooldown_until > now else None
-    seconds, ratio, out, _calls = run_profile(learned, limits.provider)
+    seconds, ratio, out, _calls = run_profile(learned, limits.provider, mean_tokens)
     others = min(c_phys, host_cap, MAX_WAVE_WIDTH)
     if len(order) < min(others, learned_cap or others):
         paced_by = "packets"

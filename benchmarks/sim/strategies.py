@@ -35,8 +35,9 @@ from audit_mcp.scheduling.learning import Context, learn_failure, learn_run, lea
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits, resolve_limits
 from audit_mcp.scheduling.live import replan
 from audit_mcp.scheduling.pacing import run_outcome, with_observed
-from audit_mcp.scheduling.profile import Learned
+from audit_mcp.scheduling.profile import FIT_KEYS, Learned
 from audit_mcp.scheduling.scheduler import PacketLoad, Schedule, schedule
+from audit_mcp.scheduling.sizefit import Fit, folded
 from benchmarks.sim.host import Controller, Fixed, Orders, RunResult, run_packets, usage_of
 from benchmarks.sim.world import MAX_TOKENS, TIERS, Call, Packet, Provider, code, lone_run_outruns, lower_bound, pack
 from benchmarks.sim.world import make_packet as _make_packet
@@ -155,8 +156,16 @@ def _calls(seed: int, first: str, files: int, size: int, max_tokens: int, cached
 
 
 def true_profile(packets: list[Packet]) -> Learned:
+    """The run profile of ``packets`` as it truly is: their means, and each quantity fitted against size
+    over all of them alike."""
     n = len(packets)
+    fits: dict[str, Fit] = {}
+    for p in packets:
+        for key, y in usage_of(p, p.duration, 0).items():
+            if key in FIT_KEYS:
+                fits[key] = folded(fits.get(key), p.text_tokens, y, keep=1.0)
     return Learned(
+        size_fits=fits,
         run_seconds=sum(p.duration for p in packets) / n,
         input_ratio=sum(p.input_tokens for p in packets) / sum(p.text_tokens for p in packets),
         output_tokens=sum(sum(c.output_tokens for c in p.calls) for p in packets) / n,
