@@ -151,7 +151,7 @@ def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[in
             "requests_per_minute": width,
         }.get(key, 0)
         burst = max(0.0, limits.value(key) - headroom)
-        refill = pacing_utilisation(key, learned, sum(tokens) / len(tokens)) * rate
+        refill = pacing_utilisation(key, learned, sum(tokens) / len(tokens), limits.provider) * rate
         level, at = burst, 0.0
         for i, draw in enumerate(draws(key, tokens, learned, limits.provider)):
             start = offsets[i] if offsets[i] > at else at
@@ -165,14 +165,16 @@ def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[in
     return [round(x, 1) for x in offsets]
 
 
-def pacing_utilisation(key: str, learned: Learned, tokens: float) -> float:
+def pacing_utilisation(key: str, learned: Learned, tokens: float, provider: str = "") -> float:
     """The share of the ``key`` bucket's refill launch pacing plans to draw, for runs of ``tokens``-token
-    packets: the calibration's reading of their draw, less ``PACING_CONFIDENCE`` of its standard errors, is
-    what the refill must cover. A margin against uncertainty, so it shrinks as the calibration becomes
-    certain, down to none; while the draw is a prior's guess (or fewer than three packets were learned),
-    ``PACING_UTILISATION``."""
+    packets. Runs that re-send their whole context on every call draw evenly, so pacing, which charges a
+    run's whole draw at its start, is only as wrong as the draw it planned with: the calibration's reading,
+    less ``PACING_CONFIDENCE`` of its standard errors, is what the refill must cover, and the margin shrinks
+    as the calibration becomes certain, down to none. Cached runs (cache reads free) draw their packet as
+    they read it, early, in a peak their totals do not measure: they keep ``PACING_UTILISATION``, as does
+    any run while its draw is a prior's guess (or fewer than three packets were learned)."""
     fit = learned.size_fits.get(_FITTED.get(key, ""))
-    if fit is None or not learned.input_ratio:
+    if fit is None or not learned.input_ratio or run_profile(learned, provider, tokens)[1] < CACHED_RATIO:
         return PACING_UTILISATION
     error = relative_error(fit, tokens, proportional=key == "input_tokens_per_minute")
     if error is None:
@@ -193,7 +195,7 @@ def launch_interval(limits: ResolvedLimits, learned: Learned, mean_tokens: float
     """Seconds between starts once the burst is spent, and the bucket that sets them; (0, None) if none binds."""
     gaps = {
         key: draws(key, [mean_tokens], learned, limits.provider)[0]
-        / (pacing_utilisation(key, learned, mean_tokens) * rate)
+        / (pacing_utilisation(key, learned, mean_tokens, limits.provider) * rate)
         for key, rate in binding_rates(limits).items()
         if rate > 0
     }
