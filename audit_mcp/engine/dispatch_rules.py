@@ -25,7 +25,9 @@ _STATUS = (
     "`failures` = the failures you noted since your last call, and `launched` = every packet id you have started "
     "so far; follow its `next_action`. Rate limits met (or their absence) since the plan was written can narrow "
     "or widen the width, set a cooldown, move start times, and name packets not to launch; the answer wins over "
-    "this prompt."
+    "this prompt. It also writes the prompt files of the packets to launch next: those of the first two waves "
+    "(rolling: twice the width) exist now, and each later packet's file once `plan_status` (or `next_step`) has "
+    "answered with that packet among the next to launch, so call it before every launch after the first ones."
 )
 _STATUS_CLI = (
     " Without MCP tools, write those failures to a file and run this, with the ids of the packets you started, "

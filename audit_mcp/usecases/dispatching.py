@@ -21,6 +21,7 @@ from audit_mcp.scheduling.pacing import schedule_view
 from audit_mcp.store.records import CellState, PacketRow, RunRow
 from audit_mcp.usecases.forecasting import plan_next_run
 from audit_mcp.usecases.inflight import context_for
+from audit_mcp.usecases.packet_render import prompts_ahead
 from audit_mcp.usecases.workspace import Workspace, iso
 
 
@@ -60,11 +61,18 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
         # The folder the packet prompts' shell fallback writes results into.
         ws.results_dir(run_id).mkdir(parents=True, exist_ok=True)
         # Prompts are written before the commit that makes their packets visible; a crash before it
-        # leaves orphan files the next dispatch overwrites, so no temporary file or fsync per prompt.
+        # leaves orphan files the next dispatch overwrites, so no temporary file or fsync per prompt. Only
+        # the first waves' prompts are written now: the host's calls between launches write the next ones.
+        first = {p["packet_id"] for p in plan_doc["packets"][: prompts_ahead(plan_doc["waves"])]}
         with DerivedWriter() as prompts:
-            for n, (spec, render) in enumerate(zip(specs, run.packed.renders, strict=True), 1):
-                text, carried = render(run_id, spec.packet_id, ws.results_path(run_id, spec.packet_id), command)
-                prompts.write(spec.prompt_path, text)
+            for n, (spec, render, carry) in enumerate(
+                zip(specs, run.packed.renders, run.packed.carries, strict=True), 1
+            ):
+                if spec.packet_id in first:
+                    text, carried = render(run_id, spec.packet_id, ws.results_path(run_id, spec.packet_id), command)
+                    prompts.write(spec.prompt_path, text)
+                else:
+                    carried = carry()
                 tx.insert_packet(
                     audit.audit_id,
                     PacketRow(
@@ -93,6 +101,9 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
                 **context_for(run.state_key, run.limits, caps, run.settings, config).as_dict(),
                 "units": units,
                 "budget": run.budget,
+                # The block every prompt of the run starts with, written once: later prompts are rendered
+                # from it, so a prompt written mid-run reads as it would have at dispatch.
+                "prompt_prefix": run.prefix,
             },
         )
         # Indented for people when small; compact (and fast to write) on large repositories.

@@ -28,6 +28,12 @@ from audit_mcp.usecases.workspace import Workspace
 
 # (run id, packet id, results path, command) -> the packet's prompt, and the analyzer leads it carries.
 Render = Callable[[str, str, Path, tuple[str, ...]], tuple[str, list[Lead]]]
+# The analyzer leads a packet carries, for a packet whose prompt is written later, from the store.
+Carry = Callable[[], list[Lead]]
+
+
+def _no_leads() -> list[Lead]:
+    return []
 
 
 @dataclass
@@ -37,6 +43,7 @@ class Packed:
     kind: str
     plans: list[PacketPlan] = field(default_factory=list)
     renders: list[Render] = field(default_factory=list)
+    carries: list[Carry] = field(default_factory=list)
     # Verify cells whose finding is no longer reported: dispatch settles them, a forecast leaves them out.
     stale: list[Cell] = field(default_factory=list)
     files: Mapping[str, FileRow] = field(default_factory=dict)
@@ -90,10 +97,13 @@ def _review(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, pre
 
     for plan in out.plans:
 
+        def carry(plan: PacketPlan = plan) -> list[Lead]:
+            return leads_in(open_leads(), [(u.path, u.start_line, u.end_line) for u in plan.units])
+
         def render(
             run_id: str, packet_id: str, results_path: Path, command: tuple[str, ...], plan: PacketPlan = plan
         ) -> tuple[str, list[Lead]]:
-            carried = leads_in(open_leads(), [(u.path, u.start_line, u.end_line) for u in plan.units])
+            carried = carry(plan)
             text = render_packet_prompt(
                 prefix=prefix,
                 run_id=run_id,
@@ -111,6 +121,7 @@ def _review(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, pre
             return text, carried
 
         out.renders.append(render)
+        out.carries.append(carry)
     return out
 
 
@@ -137,7 +148,7 @@ def _context(ws: Workspace, tx: Tx, audit: AuditRow, budget: int) -> Packed:
         return text, []
 
     sample, _ = render("R", "P", ws.artifacts_dir, ("audit-mcp",))
-    return Packed(CellKind.CONTEXT.value, [context_plan(cell, estimate_tokens(sample))], [render])
+    return Packed(CellKind.CONTEXT.value, [context_plan(cell, estimate_tokens(sample))], [render], [_no_leads])
 
 
 def _verify(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, prefix: str) -> Packed:
@@ -171,4 +182,5 @@ def _verify(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, pre
 
         out.plans.append(plan)
         out.renders.append(render)
+        out.carries.append(_no_leads)
     return out

@@ -16,6 +16,7 @@ from audit_mcp.core.models import PlanStatus, WaitingPacket
 from audit_mcp.core.text import id_problem
 from audit_mcp.scheduling.limits import waves_for
 from audit_mcp.scheduling.pacing import forecast_view, iso
+from audit_mcp.usecases import packet_render
 from audit_mcp.usecases.inflight import in_flight, learn_from_failures
 from audit_mcp.usecases.merging import checked_failures
 from audit_mcp.usecases.rates import cooldown
@@ -70,6 +71,8 @@ def plan_status(
     live = flight.live(started, now)
     until = max(filter(None, (audit_cooldown, iso(live.schedule.cooldown_until))), default=None)
     running = len(set(started) - flight.submitted - set(flight.reported))
+    # The packets the host launches next get their prompt files now (dispatch wrote the first waves' only).
+    packet_render.write_prompts(ws, run_id, live.waiting[: packet_render.prompts_ahead(live.waves)])
     return PlanStatus(
         run_id=run_id,
         dispatch_mode=flight.context.mode,  # type: ignore[arg-type]
@@ -104,6 +107,8 @@ def _as_planned(ws: Workspace, run_id: str, started: list[str], recorded: int, u
     )
     until = max(filter(None, (until, plan.get("cooldown_until"))), default=None)
     running = len(set(started) - submitted - set(reported))
+    waves = waves_for(len(waiting), run.wave_size, mode)
+    packet_render.write_prompts(ws, run_id, [p["packet_id"] for p in waiting[: packet_render.prompts_ahead(waves)]])
     return PlanStatus(
         run_id=run_id,
         dispatch_mode=mode,

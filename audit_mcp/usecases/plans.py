@@ -30,7 +30,12 @@ def plan_view(
         )
     stat = path.stat()
     plan = _parsed(path, stat.st_mtime_ns, stat.st_size)
-    return wave_doc(plan, wave) if wave is not None else plan_page(plan, cursor, limit)
+    if wave is None:
+        return plan_page(plan, cursor, limit)
+    doc = wave_doc(plan, wave)
+    # A host reading a wave's launch list is about to launch it: its prompts exist before it does.
+    packet_render.write_prompts(ws, run_id, [p["packet_id"] for p in doc["packets"]])
+    return doc
 
 
 @lru_cache(maxsize=4)

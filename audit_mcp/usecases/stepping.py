@@ -12,7 +12,7 @@ from audit_mcp.engine.steps import StepContext, render_step
 from audit_mcp.scheduling.limits import waves_for
 from audit_mcp.scheduling.pacing import iso, schedule_view
 from audit_mcp.store.tx import Tx
-from audit_mcp.usecases import claiming, reporting, snapshot
+from audit_mcp.usecases import claiming, packet_render, reporting, snapshot
 from audit_mcp.usecases.forecasting import plan_next_run
 from audit_mcp.usecases.handoff import update_handoff
 from audit_mcp.usecases.inflight import InFlight, in_flight
@@ -95,6 +95,11 @@ def agent_step(
         elif decision.obligation is Obligation.PRESENT_REPORT:
             ctx.kind, ctx.status = "present_report", "complete"
             ctx.report_path = ws.report_md_path
+    if ctx.kind in ("dispatch_review", "single_task_fallback") and ctx.run_id is not None and holding is None:
+        # The prompts of the packets to launch first (dispatch wrote only the first waves', and a resumed run
+        # has its outstanding packets first); plan_status writes the next ones as the host goes on.
+        ahead = ctx.outstanding[: packet_render.prompts_ahead(ctx.waves)]
+        packet_render.write_prompts(ws, ctx.run_id, [p["packet_id"] for p in ahead])
     if ctx.kind == "present_report" and not ws.report_md_path.is_file():
         reporting.write_report_files(ws, final=True)  # another host synthesized the shared audit: this copy
     return ctx
