@@ -52,6 +52,16 @@ def answer_all(answer: Answer) -> Answer:
     return answering
 
 
+def read_launch_lists(service: AuditService, step: Step) -> Step:
+    """Read every wave's launch list of the step's run, as a host does before launching each wave: the packet
+    prompts of a wave are written by then (dispatch writes only the first two waves')."""
+    if step.step_kind == "dispatch_review" and step.run_id is not None:
+        plan = json.loads(service.plan_path(step.run_id).read_text())
+        for wave in range(1, len(plan["waves"]) + 1):
+            service.plan_view(step.run_id, wave=wave)
+    return step
+
+
 def past(service: AuditService, step: Step, kind: str) -> Step:
     """When ``step`` hands out packets of ``kind`` (context, verify), answer them (scripted), merge, and return
     the next step; any other step is returned as it is."""
@@ -66,7 +76,7 @@ def past(service: AuditService, step: Step, kind: str) -> Step:
             receipt = service.submit_packet(plan["run_id"], packet["packet_id"], opinions().results(packet))
             assert receipt.accepted, receipt.errors
     service.merge_and_ingest(plan["run_id"], [])
-    return service.next_step({})
+    return read_launch_lists(service, service.next_step({}))
 
 
 def past_context(service: AuditService, step: Step) -> Step:
@@ -101,7 +111,8 @@ def past_context_json(root: Path, step: dict[str, Any]) -> dict[str, Any]:
 
 def first_review(service: AuditService, capabilities: dict[str, Any] | None = None, **options: Any) -> Step:
     """The first step that hands out review packets: the context run (if any) answered and merged first."""
-    return past_context(service, service.next_step(capabilities or {"can_dispatch_subagents": True}, **options))
+    step = service.next_step(capabilities or {"can_dispatch_subagents": True}, **options)
+    return read_launch_lists(service, past_context(service, step))
 
 
 def finish(service: AuditService, step: Step | None = None, answer: Answer | None = None) -> Step:
@@ -112,6 +123,7 @@ def finish(service: AuditService, step: Step | None = None, answer: Answer | Non
     for _ in range(12):
         if step.step_kind != "dispatch_review" or step.run_id is None:
             break
+        read_launch_lists(service, step)
         plan = json.loads(service.plan_path(step.run_id).read_text())
         submitted = service.submitted_packets(plan["run_id"])
         for packet in plan["packets"]:
@@ -134,6 +146,7 @@ def drive(
     for _ in range(12):
         if step.step_kind != "dispatch_review":
             break
+        read_launch_lists(service, step)
         plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
         for packet in plan["packets"]:
             receipt = service.submit_packet(plan["run_id"], packet["packet_id"], respond(packet))

@@ -30,6 +30,15 @@ def test_every_packet_fits_its_budget_and_every_cell_lands_in_exactly_one_packet
         assert len(paths) == len(set(paths)), "a file is read once per packet, under all its lenses"
 
 
+def test_a_limited_packing_is_the_head_of_the_whole_one() -> None:
+    rows = _rows(120)
+    cells = build_cells(rows, SessionConfig())
+    edges = [("pkg/m000.py", "pkg/m100.py"), ("pkg/m003.py", "pkg/m090.py")]
+    whole = pack(cells, {r.path: r for r in rows}, edges, budget=20_000, prefix_tokens=2_000)
+    head = pack(cells, {r.path: r for r in rows}, edges, budget=20_000, prefix_tokens=2_000, limit=5)
+    assert len(whole) > 5 and head == whole[:5]
+
+
 def test_import_neighbours_travel_together() -> None:
     rows = _rows(60)
     edges = [("pkg/m000.py", "pkg/m059.py")]

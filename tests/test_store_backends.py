@@ -266,3 +266,31 @@ def test_store_verbs_init_migrate_and_status_on_either_backend(
     assert after["audits"] == [1]
     if store_url != "sqlite":
         assert [r["label"] for r in after["repositories"]] == [after["repository"]]
+
+
+def test_every_write_raises_the_generation_and_a_new_database_has_a_new_origin(
+    store: Store, store_url: str, tmp_path: Path
+) -> None:
+    with store.read() as tx:
+        origin, start = tx.generation()
+    assert origin and start >= 0
+    audit_id = _audit(store)
+    with store.read() as tx:
+        assert tx.generation() == (origin, start + 1)
+    with pytest.raises(RuntimeError), store.write() as tx:
+        tx.log(now=NOW, audit_id=audit_id, actor="engine", action="test", detail="rolled back", outcome="ok")
+        raise RuntimeError("rolled back")
+    with store.read() as tx:
+        assert tx.generation() == (origin, start + 1), "a rolled-back write changes nothing, the generation neither"
+    with store.write() as tx:
+        tx.log(now=NOW, audit_id=audit_id, actor="engine", action="test", detail="kept", outcome="ok")
+    with store.read() as tx:
+        assert tx.generation() == (origin, start + 2)
+    if store_url == "sqlite":  # the same path, a database made again: never mistaken for the old one
+        store.close()
+        for f in (tmp_path / "artifacts").glob("audit.sqlite3*"):
+            f.unlink()
+        again = open_store(None, tmp_path / "artifacts", lambda: IDENTITY)
+        with again.read() as tx:
+            assert tx.generation()[0] != origin
+        again.close()

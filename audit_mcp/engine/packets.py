@@ -86,8 +86,10 @@ def pack(
     *,
     budget: int,
     prefix_tokens: int,
+    limit: int | None = None,
 ) -> list[PacketPlan]:
-    """Group ``cells`` into packets whose estimate (prompt prefix included) fits ``budget``.
+    """Group ``cells`` into packets whose estimate (prompt prefix included) fits ``budget``; with ``limit``, the
+    first ``limit`` of them only (each packet is filled before the next starts, so they are the same).
 
     A single unit bigger than the budget still gets a packet of its own (the
     caller chunks files, so this only happens with tiny budgets) and is marked
@@ -106,7 +108,7 @@ def pack(
     assigned = [False] * len(units)
     plans: list[PacketPlan] = []
     cursor = 0
-    while True:
+    while limit is None or len(plans) < limit:
         while cursor < len(units) and assigned[cursor]:
             cursor += 1
         if cursor >= len(units):

@@ -291,6 +291,16 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE files ADD COLUMN stat TEXT
         """,
     ),
+    (
+        # The store's generation (store.generation): raised by every write transaction as it commits, so a
+        # result computed from one read of the store is known to hold while the generation is unchanged. Its
+        # origin, set once by the store that creates it, tells a database made again apart from the old one.
+        "0014_generation",
+        """
+        CREATE TABLE generation (id INTEGER PRIMARY KEY, n BIGINT NOT NULL, origin TEXT NOT NULL);
+        INSERT INTO generation (id, n, origin) VALUES (1, 0, '')
+        """,
+    ),
 )
 
 

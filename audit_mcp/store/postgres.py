@@ -22,6 +22,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from audit_mcp.core.errors import StateError
 from audit_mcp.store.dialect import to_postgres
+from audit_mcp.store.generation import BUMP, GENERATION_MIGRATION, ORIGIN, new_origin
 from audit_mcp.store.identity import RepoIdentity, redact
 from audit_mcp.store.migrations import MIGRATIONS, split_sql
 from audit_mcp.store.queries import Cursor
@@ -167,6 +168,8 @@ class PostgresStore:
                 for statement in split_sql(sql):
                     pg.execute(statement)
                 pg.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now))
+            if any(name == GENERATION_MIGRATION for name, _ in migrations):
+                pg.execute(ORIGIN, (new_origin(),))
 
     def applied_migrations(self) -> list[str]:
         with self.read() as tx:
@@ -181,6 +184,7 @@ class PostgresStore:
         with self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock,))
             yield Tx(PgConnection(conn), "postgresql")
+            conn.execute(BUMP)  # after every other writer of the repository, so the row is never contended
 
     @contextmanager
     def claim(self) -> Iterator[Tx]:

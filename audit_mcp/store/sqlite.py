@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from audit_mcp.store.generation import BUMP, GENERATION_MIGRATION, ORIGIN, new_origin
 from audit_mcp.store.migrations import MIGRATIONS, split_sql
 from audit_mcp.store.tx import Tx
 
@@ -117,6 +118,8 @@ class Store:
                 for statement in split_sql(sql):
                     conn.execute(statement)
                 conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, _now()))
+            if any(name == GENERATION_MIGRATION for name, _ in migrations):
+                conn.execute(ORIGIN, (new_origin(),))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -140,6 +143,7 @@ class Store:
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 yield Tx(conn)
+                conn.execute(BUMP)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:

@@ -14,6 +14,7 @@ from audit_mcp.store.audits import AuditQueries
 from audit_mcp.store.cells import CellQueries
 from audit_mcp.store.claims import ClaimQueries
 from audit_mcp.store.findings import FindingQueries
+from audit_mcp.store.generation import GenerationQueries
 from audit_mcp.store.inflight import InflightQueries
 from audit_mcp.store.ledger import LedgerQueries
 from audit_mcp.store.opinions import OpinionQueries
@@ -31,5 +32,6 @@ class Tx(
     LedgerQueries,
     RequeueQueries,
     ClaimQueries,
+    GenerationQueries,
 ):
     """Typed queries inside one transaction."""

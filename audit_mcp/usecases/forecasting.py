@@ -21,8 +21,9 @@ from audit_mcp.scheduling.limits import ResolvedLimits
 from audit_mcp.scheduling.pacing import Pacing, forecast_view
 from audit_mcp.scheduling.pacing import iso as iso_or_none
 from audit_mcp.scheduling.scheduler import PacketLoad, Schedule, schedule
-from audit_mcp.store.records import AuditRow, CellState
+from audit_mcp.store.records import AuditRow, CellKind, CellState
 from audit_mcp.store.tx import Tx
+from audit_mcp.usecases import memo
 from audit_mcp.usecases.packing import Packed, pack_next
 from audit_mcp.usecases.rates import cooldown, pacing
 from audit_mcp.usecases.workspace import Workspace
@@ -87,20 +88,30 @@ def plan_next_run(
     *,
     single: bool,
     provider: str | None = None,
+    reuse: bool = False,
 ) -> NextRun:
     """The next run for the audit's pending cells, planned inside the caller's transaction (read or write).
 
     ``provider`` overrides the one the model implies, for ``quota_status(provider=...)``; dispatch never does.
+    ``reuse``: a forecast takes the packing of the last forecast when nothing it reads has changed since (the
+    store's generation, the audit, the budget, the run's size, the config); dispatch always packs afresh, with
+    the prompts to write.
     """
     limits, learned, key, settings = pacing(ws, config, caps, provider)
     budget = packet_token_budget(limits, learned, config.max_packet_tokens, caps.max_active_subagents)
-    packed, prefix = pack_next(ws, tx, audit, config, budget, 1 if single else config.max_packets_per_run)
+    limit = 1 if single else config.max_packets_per_run
     seq = len(tx.runs(audit.audit_id, plan=False)) + 1
     run_id = f"A{audit.audit_id}-R{seq}-{run_tag(ws.artifacts_dir)}"
-    specs = []
-    for n, packet_plan in enumerate(packed.plans, 1):
-        packet_id = f"{run_id}-P{n:02d}"
-        specs.append(PacketSpec(packet_id, packet_plan, ws.packet_prompt_path(run_id, packet_id), packed.kind))
+    if reuse:
+        packed, prefix, specs = ws.memo.get(
+            "next_run_packing",
+            (tx.generation(), audit.audit_id, run_id, budget, limit, config.model_dump_json()),
+            lambda: _for_forecast(*_packing(ws, tx, audit, config, budget, limit, run_id)),
+            # The context packet's size comes from the repository's files as they are on disk, not the store.
+            keep=lambda packing: packing[0].kind != CellKind.CONTEXT.value,
+        )
+    else:
+        packed, prefix, specs = _packing(ws, tx, audit, config, budget, limit, run_id)
     planned = schedule(
         limits,
         learned,
@@ -125,9 +136,29 @@ def plan_next_run(
         prefix=prefix,
         packed=packed,
         budget=budget,
-        pending_cells=tx.cell_counts(audit.audit_id).get(CellState.PENDING, 0),
-        cells_in_run=sum(len(s.plan.cells) for s in specs),
+        pending_cells=(memo.cell_counts(ws.memo, tx, audit.audit_id) if reuse else tx.cell_counts(audit.audit_id)).get(
+            CellState.PENDING, 0
+        ),
+        cells_in_run=sum(len(u.cells) for s in specs for u in s.plan.units),
     )
+
+
+def _packing(
+    ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, budget: int, limit: int, run_id: str
+) -> tuple[Packed, str, list[PacketSpec]]:
+    """The next run's packets (``pack_next``), named for run ``run_id``."""
+    packed, prefix = pack_next(ws, tx, audit, config, budget, limit)
+    specs = []
+    prompts = ws.packet_prompt_path(run_id, "-").parent  # one folder: no path built from parts per packet
+    for n, packet_plan in enumerate(packed.plans, 1):
+        packet_id = f"{run_id}-P{n:02d}"
+        specs.append(PacketSpec(packet_id, packet_plan, prompts / f"{packet_id}.md", packed.kind))
+    return packed, prefix, specs
+
+
+def _for_forecast(packed: Packed, prefix: str, specs: list[PacketSpec]) -> tuple[Packed, str, list[PacketSpec]]:
+    """What a forecast keeps of a packing: the packets' plans, without the reads their prompts would need."""
+    return Packed(packed.kind, list(packed.plans)), prefix, specs
 
 
 def forecast(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> dict[str, Any] | None:
@@ -139,4 +170,5 @@ def forecast(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> di
         audit = tx.current_audit()
         if audit is None:
             return None
-        return plan_next_run(ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False).forecast()
+        single = caps.can_dispatch_subagents is False
+        return plan_next_run(ws, tx, audit, config, caps, single=single, reuse=True).forecast()

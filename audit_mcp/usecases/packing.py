@@ -86,7 +86,7 @@ def _review(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, pre
     edges = ImportGraph(tx.edges_touching(audit.audit_id, {c.path for c in pending}))
     # A run stays small enough for the host to read its step; the rest waits for the next run.
     out = Packed(CellKind.REVIEW.value, files=files, edges=edges)
-    out.plans = pack(pending, files, edges, budget=budget, prefix_tokens=prefix_tokens)[:limit]
+    out.plans = pack(pending, files, edges, budget=budget, prefix_tokens=prefix_tokens, limit=limit)
     unjudged: list[list[Lead]] = []  # the open leads, read once by the first prompt rendered
 
     def open_leads() -> list[Lead]:

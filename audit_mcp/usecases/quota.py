@@ -18,7 +18,8 @@ from audit_mcp.scheduling.pacing import iso, schedule_view
 from audit_mcp.scheduling.probe import probe
 from audit_mcp.scheduling.scheduler import schedule
 from audit_mcp.store.records import CellKind, CellState
-from audit_mcp.usecases import rates
+from audit_mcp.store.tx import Tx
+from audit_mcp.usecases import memo, rates
 from audit_mcp.usecases.forecasting import NextRun, plan_next_run
 from audit_mcp.usecases.workspace import Workspace
 
@@ -50,18 +51,18 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         if tx is not None and audit is not None:
             failures = tx.failures(audit.audit_id)
             run = plan_next_run(
-                ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False, provider=provider
+                ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False, provider=provider, reuse=True
             )
-            assigned = tx.cell_counts(audit.audit_id).get(CellState.ASSIGNED, 0)
+            assigned = memo.cell_counts(ws.memo, tx, audit.audit_id).get(CellState.ASSIGNED, 0)
             # The context and verify cells among them, by kind: the obligations the forecast names.
-            by_kind = tx.cell_counts_by_kind(audit.audit_id)
+            by_kind = memo.cell_counts_by_kind(ws.memo, tx, audit.audit_id)
             # Only the open run's plan is read: earlier runs' plans can be megabytes each.
             open_id = next((r.run_id for r in tx.runs(audit.audit_id, plan=False) if r.state == "open"), None)
-            open_run = tx.run(open_id) if open_id is not None else None
-            if open_run is not None:
-                submitted = set(tx.submitted_packet_ids(open_run.run_id))
-                open_order = [p for p in open_run.plan.get("launch_order", []) if p not in submitted]
-                out = [p for p in tx.packets(open_run.run_id) if p.packet_id not in submitted]
+            if open_id is not None:
+                submitted = set(tx.submitted_packet_ids(open_id))
+                order = ws.memo.get("launch_order", (tx.generation(), open_id), lambda: _launch_order(tx, open_id))
+                open_order = [p for p in order if p not in submitted]
+                out = [p for p in tx.packets(open_id) if p.packet_id not in submitted]
                 outstanding_tokens, outstanding_packets = sum(p.estimated_tokens for p in out), len(out)
     limits, learned, key, pacing = rates.pacing(ws, config, caps, provider)
     now = ws.clock()
@@ -146,6 +147,11 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         forecast=forecast,
         notes=notes,
     )
+
+
+def _launch_order(tx: Tx, run_id: str) -> list[str]:
+    run = tx.run(run_id)
+    return list(run.plan.get("launch_order", [])) if run is not None else []
 
 
 def open_obligations(by_kind: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:

@@ -17,6 +17,7 @@ from audit_mcp.findings.assessment import assess, verification_counts
 from audit_mcp.findings.synthesis import synthesize
 from audit_mcp.store.records import CellKind, CellState
 from audit_mcp.store.tx import Tx
+from audit_mcp.usecases import memo
 from audit_mcp.usecases.context import CONTEXT_TASK_ID
 from audit_mcp.usecases.forecasting import plan_next_run
 from audit_mcp.usecases.quota import open_obligations
@@ -46,7 +47,7 @@ def status_view(ws: Workspace) -> StatusView:
                 blocker=None,
                 ledger=[],
             )
-        counts = tx.cell_counts(audit.audit_id)
+        counts = memo.cell_counts(ws.memo, tx, audit.audit_id)
         runs: list[dict[str, Any]] = []
         waves = tx.run_waves(audit.audit_id)
         for run in tx.runs(audit.audit_id, plan=False):
@@ -67,23 +68,27 @@ def status_view(ws: Workspace) -> StatusView:
         merged = synthesize(tx.findings(audit.audit_id), same=judged_same(opinions))
         due = len(subjects_due(tx, audit.audit_id, config, merged)) if audit.synthesized_at is None else 0
         synthesis = assess(merged, opinions, evidence)
-        obligations = _obligations(tx, audit.audit_id, config, due, verification_counts(synthesis), len(evidence))
+        by_kind = memo.cell_counts_by_kind(ws.memo, tx, audit.audit_id)
+        obligations = _obligations(
+            tx, audit.audit_id, config, due, verification_counts(synthesis), len(evidence), by_kind
+        )
         gap_cells = tx.cells(audit.audit_id, [CellState.FAILED, CellState.SKIPPED])
-        skipped = tx.files(audit.audit_id, scope="skipped")
+        skipped = ws.memo.get(
+            "skipped_files", (tx.generation(), audit.audit_id), lambda: tx.files(audit.audit_id, scope="skipped")
+        )
         open_run = next((r for r in runs if r["state"] == "open"), None)
         remembered = audit.host_caps
         caps = hosts.resolve(
             {}, remembered, config.host, hosts.remembered_client(remembered), config.scheduler.wave_kind
         )
-        next_run = plan_next_run(ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False)
-        by_kind = tx.cell_counts_by_kind(audit.audit_id)
+        next_run = plan_next_run(ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False, reuse=True)
         view = StatusView(
             repo_root=str(ws.root),
             artifacts_dir=str(ws.artifacts_dir),
             audit_id=audit.audit_id,
             completeness=completeness(counts),
             coverage=totals(counts),
-            coverage_by_lens=tx.cell_counts_by_lens(audit.audit_id),
+            coverage_by_lens=memo.cell_counts_by_lens(ws.memo, tx, audit.audit_id),
             findings_by_severity=synthesis.by_severity(),
             runs=runs,
             skipped_files=len(skipped),
@@ -137,10 +142,15 @@ def _reason_class(reason: str | None) -> str:
 
 
 def _obligations(
-    tx: Tx, audit_id: int, config: SessionConfig, due: int, verdicts: dict[str, int], evidence: int
+    tx: Tx,
+    audit_id: int,
+    config: SessionConfig,
+    due: int,
+    verdicts: dict[str, int],
+    evidence: int,
+    by_kind: dict[str, dict[str, int]],
 ) -> dict[str, Any]:
     """Each obligation of the audit: its cells by state, and what it produced."""
-    by_kind = tx.cell_counts_by_kind(audit_id)
     threat = tx.threat_model(audit_id)
     context = tx.cells_by_id(audit_id, [CONTEXT_TASK_ID]).get(CONTEXT_TASK_ID)
     return {

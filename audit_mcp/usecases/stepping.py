@@ -66,7 +66,7 @@ def agent_step(
             ctx.kind, ctx.status = "capability_check", "ready"
             if audit is not None:
                 # What dispatch will plan once the host says it can launch subagents, with what is known now.
-                ctx.forecast = plan_next_run(ws, tx, audit, config, caps, single=False).forecast()
+                ctx.forecast = plan_next_run(ws, tx, audit, config, caps, single=False, reuse=True).forecast()
         elif decision.obligation is Obligation.REVIEW and state.open_run_id:
             run = tx.run(state.open_run_id)
             assert run is not None

@@ -23,6 +23,7 @@ from audit_mcp.store.records import AuditRow, FileRow, RunRow
 from audit_mcp.store.sqlite import DB_FILENAME
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.identity import repo_identity
+from audit_mcp.usecases.memo import Memo
 
 if TYPE_CHECKING:
     import httpx  # imported where a probe is made, never at start
@@ -89,6 +90,7 @@ class Workspace:
         self.learned = learned or self._learned_store()
         self.probe_transport: httpx.BaseTransport | None = None  # a seam for tests of the provider probe
         self._manifest: tuple[int, list[FileRow]] | None = None  # see hand_over / take_manifest
+        self.memo = Memo()  # forecasts between two changes of the store (usecases.memo)
 
     @property
     def store(self) -> Store:
