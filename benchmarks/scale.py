@@ -202,6 +202,7 @@ for name, call in (("quota", service.quota), ("status", service.status)):
         call().model_dump_json()
         runs.append(time.perf_counter() - t1)
     timings[name + "_ms"] = round(1000 * min(runs), 1)
+    timings[name + "_first_ms"] = round(1000 * runs[0], 1)  # the first call after the step: nothing kept yet
 def db_bytes():
     return sum(f.stat().st_size for f in artifacts.iterdir() if f.name.startswith("audit.sqlite3"))
 working = db_bytes()  # with the write-ahead log of a store that keeps its connections open
@@ -350,6 +351,8 @@ def _first_steps(root: Path, base: Path, rounds: int, baseline: Path | None = No
                         "baseline_cpu_ratio": round(before.get("cpu_seconds", 0) / read_cpu, 2) if read_cpu else None,
                         "baseline_quota_ms": before["quota_ms"],
                         "baseline_status_ms": before["status_ms"],
+                        "baseline_quota_first_ms": before["quota_first_ms"],
+                        "baseline_status_first_ms": before["status_first_ms"],
                         "baseline_peak_rss_mb": round(before["peak_rss_mb"], 1),
                         "baseline_db_bytes": before["db_bytes"],
                         "baseline_db_bytes_while_open": before.get("db_bytes_while_open"),
