@@ -412,6 +412,10 @@ def main() -> None:
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="audit-mcp-scale-"))
     root = base / "repo"
+    # A learned state of its own, empty at the start: what other runs on this machine learned (a learned cap
+    # of 1 after rate limits, say) would otherwise set the width, and with it the first step's work.
+    shutil.rmtree(base / "learned-state", ignore_errors=True)
+    os.environ["AUDIT_MCP_STATE_DIR"] = str(base / "learned-state")
     try:
         t0 = time.perf_counter()
         if not root.exists():
