@@ -89,3 +89,26 @@ def test_files_in_order_pages_forward_and_looks_up_behind_and_edges_between_keep
         assert tx.edges_between(audit, set()) == []
         assert tx.edges_touching(audit, {paths[2]}) == [(paths[1], paths[2]), (paths[2], paths[8])]
         assert tx.edges_touching(audit, {paths[0]}) == [(paths[0], "lib/x.py")]
+
+
+def test_import_edges_stored_before_the_table_was_keyed_survive_the_upgrade(tmp_path: Path) -> None:
+    # A database migrated up to the migration before edges were stored by their key alone.
+    before = tuple(m for m in MIGRATIONS if m[0] < "0015_edges_by_key")
+    store = Store(tmp_path, migrations=before)
+    with store.write() as tx:
+        audit = tx.create_audit(
+            now="2026-01-01T00:00:00Z", root="/r", git_head=None, git_dirty=False, digest="x", lenses=[]
+        )
+        tx.insert_edges(audit, [("b.py", "a.py"), ("a.py", "c.py"), ("a.py", "b.py")])
+    store.close()
+    upgraded = Store(tmp_path)
+    assert "0015_edges_by_key" in upgraded.applied_migrations()
+    with upgraded.read() as tx:
+        assert tx.edges(audit) == [("a.py", "b.py"), ("a.py", "c.py"), ("b.py", "a.py")]
+    upgraded.close()
+    conn = sqlite3.connect(tmp_path / "audit.sqlite3")
+    try:
+        (ddl,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'edges'").fetchone()
+        assert "WITHOUT ROWID" in ddl.upper()
+    finally:
+        conn.close()

@@ -1,7 +1,9 @@
 """Named schema migrations, applied in order and recorded in ``migrations``.
 
 SQL here stays portable (no SQLite-only types or functions) so that the same
-schema can be created on PostgreSQL later. A migration is a script of several
+schema can be created on PostgreSQL; the one SQLite storage clause used,
+``WITHOUT ROWID``, is dropped for PostgreSQL (``dialect``), whose tables have no
+row id. A migration is a script of several
 statements; ``split_sql`` cuts it where SQLite's own tokenizer says a statement
 ends, so a ``;`` inside a string literal, a comment or a trigger body is kept.
 """
@@ -299,6 +301,24 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         """
         CREATE TABLE generation (id INTEGER PRIMARY KEY, n BIGINT NOT NULL, origin TEXT NOT NULL);
         INSERT INTO generation (id, n, origin) VALUES (1, 0, '')
+        """,
+    ),
+    (
+        # Import edges are only ever read by their key, so the table is stored as that key alone (a table
+        # WITHOUT ROWID on SQLite): one B-tree instead of a table and an index, half the bytes, and less to
+        # write at intake. Rewritten from the old table, rows unchanged. (The manifest's rows are larger and
+        # read in whole-table scans, which a table without row ids makes slower, so it keeps its row ids.)
+        "0015_edges_by_key",
+        """
+        CREATE TABLE edges_by_key (
+            audit_id INTEGER NOT NULL,
+            src TEXT NOT NULL,
+            dst TEXT NOT NULL,
+            PRIMARY KEY (audit_id, src, dst)
+        ) WITHOUT ROWID;
+        INSERT INTO edges_by_key (audit_id, src, dst) SELECT audit_id, src, dst FROM edges;
+        DROP TABLE edges;
+        ALTER TABLE edges_by_key RENAME TO edges
         """,
     ),
 )
