@@ -1,5 +1,5 @@
 """Scale benchmark: the first next_step on a generated 20,000-file git repository, against reading every
-tracked byte in the same run; peak memory; submit_packet p50/p99 and merge_and_ingest with 10,000 tasks;
+tracked byte in the same run; peak memory; submit_packet p50/p99 and merge_and_ingest of 500 packets;
 the size of every tool result.
 
     python benchmarks/scale.py [--files 20000] [--keep DIR]

@@ -124,3 +124,30 @@ def test_a_status_taken_within_the_racy_window_vouches_for_nothing(tmp_path: Pat
     assert file_stat.record(os.lstat(link), scoper, "b.py", last + 10 * file_stat.RACY_NS) is None
     assert not file_stat.unchanged(str(link), proof, scoper, "b.py")
     assert not file_stat.unchanged(str(tmp_path / "gone.py"), proof, scoper, "gone.py")
+
+
+def test_the_report_reads_again_only_files_whose_status_moved_and_names_those_that_changed(
+    repo: Path, settled: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from audit_mcp.usecases import reporting
+
+    service = AuditService(repo)
+    first_review(service, CAPS)
+    read: list[str] = []
+    resolve = reporting.resolve_inside
+
+    def counting(root: Path, rel: str) -> Path:
+        read.append(rel)
+        return resolve(root, rel)
+
+    monkeypatch.setattr(reporting, "resolve_inside", counting)
+    assert "changed after the audit read them" not in service.report()
+    assert read == []  # every file's status vouches for the bytes the audit read
+    cache = repo / "app" / "cache.py"
+    before = cache.stat()
+    cache.write_bytes(cache.read_bytes().replace(b"def ", b"fed ", 1))  # same size, other bytes
+    os.utime(cache, ns=(before.st_atime_ns, before.st_mtime_ns))  # its modification time put back
+    os.utime(repo / "app" / "db.py")  # a new modification time, the same bytes
+    report = service.report()
+    assert sorted(read) == ["app/cache.py", "app/db.py"]
+    assert "1 file(s) changed after the audit read them: `app/cache.py`" in report
