@@ -43,17 +43,22 @@ class Drift:
         return f"content changed after intake (sha256 {self.before.sha256[:12]} → {self.after.sha256[:12]})"
 
 
+def unsettled(root: Path, config: SessionConfig, files: Iterable[FileRow]) -> tuple[Scoper, list[FileRow]]:
+    """The in-scope files whose status does not vouch for the bytes the manifest hashed (``file_stat``), so
+    they must be read again to know; and the scope rules they are read under."""
+    in_scope = [row for row in files if row.scope == "review"]
+    scoper = Scoper(config, repository_attributes(root, [row.path for row in in_scope]))
+    base = f"{root.resolve()}{os.sep}"
+    return scoper, [row for row in in_scope if not file_stat.unchanged(base + row.path, row.stat, scoper, row.path)]
+
+
 def detect(root: Path, config: SessionConfig, files: Iterable[FileRow]) -> list[Drift]:
     """The in-scope files whose bytes on disk no longer match the manifest, and those read again with the
     same bytes under a new status record (``Drift.same_bytes``)."""
-    in_scope = [row for row in files if row.scope == "review"]
-    scoper = Scoper(config, repository_attributes(root, [row.path for row in in_scope]))
+    scoper, reread = unsettled(root, config, files)
     real_root = root.resolve()
-    base = f"{real_root}{os.sep}"
     out = []
-    for row in in_scope:
-        if file_stat.unchanged(base + row.path, row.stat, scoper, row.path):
-            continue
+    for row in reread:
         now = rescan(real_root, row.path, scoper)
         if now.sha256 != row.sha256 or now.scope != row.scope or now.stat != row.stat:
             out.append(Drift(row, now))

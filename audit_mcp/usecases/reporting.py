@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,10 +11,8 @@ from typing import Any
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.errors import ConfigError, PathError
 from audit_mcp.core.fs import resolve_inside, write_atomic
-from audit_mcp.engine import drift, file_stat
+from audit_mcp.engine import drift
 from audit_mcp.engine.coverage import completeness, totals
-from audit_mcp.engine.intake import repository_attributes
-from audit_mcp.engine.scoping import Scoper
 from audit_mcp.findings.assessment import assess
 from audit_mcp.findings.comparison import compare
 from audit_mcp.findings.leads import lead_report
@@ -140,13 +137,8 @@ def _sources(ws: Workspace, findings: Sequence[Finding]) -> dict[str, bytes]:
 def _changed(ws: Workspace, config: SessionConfig, files: list[FileRow]) -> list[str]:
     """Files in scope whose bytes no longer match the manifest (or are gone). A file whose status still says
     what it said when it was hashed (``file_stat``) is not read again."""
-    in_scope = [f for f in files if f.scope == "review"]
-    scoper = Scoper(config, repository_attributes(ws.root, [f.path for f in in_scope]))
-    base = f"{ws.root.resolve()}{os.sep}"
     changed = []
-    for f in in_scope:
-        if file_stat.unchanged(base + f.path, f.stat, scoper, f.path):
-            continue
+    for f in drift.unsettled(ws.root, config, files)[1]:
         try:
             data = resolve_inside(ws.root, f.path).read_bytes()
         except (PathError, OSError):

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,10 +53,6 @@ def store_settings(
         if config is not None:
             store, audit_name = store or config.store, audit_name or config.audit_name
     return store, audit_name
-
-
-def _path(row: FileRow) -> str:
-    return row.path
 
 
 class Workspace:
@@ -138,7 +135,7 @@ class Workspace:
     def hand_over(self, audit_id: int, files: list[FileRow]) -> None:
         """Keep the manifest intake just committed for the planning that follows in the same call, so it is
         not read back from the store (a manifest never changes before its audit is planned)."""
-        self._manifest = (audit_id, sorted(files, key=_path))
+        self._manifest = (audit_id, sorted(files, key=attrgetter("path")))
 
     def take_manifest(self, audit_id: int) -> list[FileRow] | None:
         """The manifest of ``audit_id`` in path order (as ``Tx.files`` gives it), once, if intake kept it."""
