@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from audit_mcp.core import collector
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.errors import AuditError, ConfigError, InputError, PathError
 from audit_mcp.core.fs import inside, normalize_relpath, resolve_inside
@@ -30,6 +31,7 @@ _WORK = {
 }
 
 
+@collector.held
 def next_step(
     ws: Workspace,
     capabilities: Mapping[str, Any] | None = None,
@@ -49,7 +51,8 @@ def next_step(
     repository root) add analyzer output (SARIF, bandit or semgrep JSON) to the config's; they are read
     when an audit starts. ``since`` overrides the config's git ref for an audit that starts in this call
     (intake reads it). ``lenses`` replaces the config's ``lenses`` for an audit that starts in this call,
-    and is remembered for it.
+    and is remembered for it. Intake, planning and dispatch build objects by the thousand and free few until
+    they end, so the cycle collector waits for the call (``collector.held``).
     """
     arguments = dict(capabilities or {})
     confined = [_confined(ws, i, raw) for i, raw in enumerate(analyzer_files)]
