@@ -17,11 +17,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql as pgsql
 from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from audit_mcp.core.errors import StateError
-from audit_mcp.store.dialect import to_postgres
+from audit_mcp.store.dialect import TEXT_ORDER, to_postgres
 from audit_mcp.store.generation import BUMP, GENERATION_MIGRATION, ORIGIN, new_origin
 from audit_mcp.store.identity import RepoIdentity, redact
 from audit_mcp.store.migrations import MIGRATIONS, split_sql
@@ -159,7 +160,10 @@ class PostgresStore:
                 " ON CONFLICT (schema_name) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at",
                 (self.schema, self.identity.key, self.identity.label, now, now),
             )
-            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations"
+                f" (name TEXT COLLATE {TEXT_ORDER} PRIMARY KEY, applied_at TEXT COLLATE {TEXT_ORDER} NOT NULL)"
+            )
             done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
             pg = PgConnection(conn)
             for name, sql in migrations:
@@ -170,6 +174,30 @@ class PostgresStore:
                 pg.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now))
             if any(name == GENERATION_MIGRATION for name, _ in migrations):
                 pg.execute(ORIGIN, (new_origin(),))
+            self._order_text_as_sqlite(conn)
+
+    def _order_text_as_sqlite(self, conn: psycopg.Connection[Any]) -> None:
+        """Give every text column of this repository's schema the ``"C"`` collation (``dialect``): the
+        columns of a store made before the dialect said so, in a database whose default collation is
+        linguistic, order paths otherwise than SQLite and Python do. Once per column; a no-op after."""
+        linguistic = conn.execute(
+            "SELECT c.relname, a.attname FROM pg_attribute a"
+            " JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped"
+            " AND a.atttypid = 'text'::regtype AND a.attcollation <> (SELECT oid FROM pg_collation"
+            " WHERE collname = 'C' AND collnamespace = 'pg_catalog'::regnamespace)"
+            " ORDER BY c.relname, a.attnum",
+            (self.schema,),
+        ).fetchall()
+        for table, column in linguistic:
+            conn.execute(
+                pgsql.SQL("ALTER TABLE {}.{} ALTER COLUMN {} TYPE TEXT COLLATE {}").format(
+                    pgsql.Identifier(self.schema),
+                    pgsql.Identifier(table),
+                    pgsql.Identifier(column),
+                    pgsql.SQL(TEXT_ORDER),
+                )
+            )
 
     def applied_migrations(self) -> list[str]:
         with self.read() as tx:
