@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from audit_mcp.scheduling.launch_pacing import PACING_UTILISATION, launch_interval, pacing_utilisation
 from audit_mcp.scheduling.learning import (
     Context,
     RunOutcome,
@@ -15,15 +16,7 @@ from audit_mcp.scheduling.learning import (
 )
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits
 from audit_mcp.scheduling.profile import Learned, run_profile
-from audit_mcp.scheduling.scheduler import (
-    PACING_UTILISATION,
-    SLOW_START_WIDTH,
-    PacketLoad,
-    launch_interval,
-    pacing_utilisation,
-    physical_cap,
-    schedule,
-)
+from audit_mcp.scheduling.scheduler import SLOW_START_WIDTH, PacketLoad, physical_cap, schedule
 from audit_mcp.scheduling.sizefit import FIT_DECAY
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -40,7 +33,7 @@ def limits(values: tuple[int, int, int], confidence: str = "medium", provider: s
     return ResolvedLimits(provider, "claude-test", table)
 
 
-def context(lim: ResolvedLimits, in_use: int, mean: float = 20_000, host_cap: int = 16) -> Context:
+def context(lim: ResolvedLimits, in_use: float, mean: float = 20_000, host_cap: int = 16) -> Context:
     return Context(lim, host_cap, "rolling", mean, in_use)
 
 
@@ -90,8 +83,8 @@ def test_what_runs_take_is_learned_against_each_packets_size_so_launch_order_doe
             assert calls == pytest.approx(truth["api_calls"], rel=0.03)
             assert output == pytest.approx(truth["output_tokens"], rel=0.03)
     lim = limits(MID, provider="openai")
-    widths = {physical_cap(lim, 64, 22_000, state)[0] for state in states}
-    assert len(widths) == 1
+    widths = [physical_cap(lim, 64, 22_000, state)[0] for state in states]
+    assert widths[0] == pytest.approx(widths[1], rel=0.01)
 
 
 def test_launch_pacing_keeps_a_margin_against_an_uncertain_calibration_that_shrinks_as_it_becomes_certain() -> None:
@@ -161,7 +154,7 @@ def test_throttling_is_a_rate_of_refused_calls_and_one_decrease_answers_it() -> 
     assert state.cap == pytest.approx(6.0, abs=0.01)  # (decaying back toward the physical cap meanwhile)
     # A packet that started after it and is still throttled takes the next quarter off.
     state = learn_usage(state, usage(calls=20, limited=6, seconds=30), 20_000, later, context(limits(HIGH), 6))
-    assert state.cap == 5.0
+    assert state.cap == 4.5  # unrounded: the host keeps 4.5 running on average
 
 
 def test_429s_the_calibration_explains_recalibrate_and_do_not_also_cut_the_cap() -> None:
@@ -276,19 +269,19 @@ def test_a_width_throttled_again_and_again_is_probed_ever_less_often() -> None:
         nonlocal at
         for _ in range(n):
             at += timedelta(seconds=100)
-            state = learn_usage(state, usage(seconds=30), 20_000, at, context(lim, 2))
+            state = learn_usage(state, usage(seconds=30), 20_000, at, context(lim, state.cap or 1))
         return state
 
-    state = throttled(state)
-    assert int(state.cap or 0) == 2 and state.throttled_width == 3 and state.throttled_repeats == 0
-    state = clean_packets(state, 2)  # one clean wave of two: back to three
-    assert round(state.cap or 0) == 3
+    state = throttled(state)  # a quarter off, unrounded: the host keeps 2.25 running on average
+    assert state.cap == pytest.approx(2.25) and state.throttled_width == 3 and state.throttled_repeats == 0
+    state = clean_packets(state, 2)  # one clean wave of two: back to three, not past it
+    assert state.cap == pytest.approx(3.0, abs=0.01)
     state = throttled(state)  # three is throttled again: now two clean waves before trying it once more
-    assert int(state.cap or 0) == 2 and state.throttled_repeats == 1
-    state = clean_packets(state, 3)
-    assert int(state.cap or 0) == 2
+    assert state.cap == pytest.approx(2.25, abs=0.05) and state.throttled_repeats == 1
+    state = clean_packets(state, 3)  # (decaying back toward the physical cap meanwhile)
+    assert state.cap == pytest.approx(2.25, abs=0.05)
     state = clean_packets(state, 1)
-    assert round(state.cap or 0) == 3
+    assert state.cap == pytest.approx(3.0, abs=0.05)
     # A different width throttled starts the count again.
     state = learn_usage(
         state, usage(calls=20, limited=8, seconds=30), 20_000, at + timedelta(seconds=100), context(lim, 4)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from audit_mcp.scheduling.budget import packet_token_budget, sustainable_packet_tokens
-from audit_mcp.scheduling.limits import Limit, ResolvedLimits
+from audit_mcp.scheduling.launch_pacing import launch_offsets, slot_offsets
+from audit_mcp.scheduling.limits import Limit, ResolvedLimits, waves_for
 from audit_mcp.scheduling.profile import Learned
-from audit_mcp.scheduling.scheduler import SLOW_START_WIDTH, PacketLoad, launch_offsets, physical_cap, schedule
+from audit_mcp.scheduling.scheduler import SLOW_START_WIDTH, PacketLoad, physical_cap, schedule
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DAY = timedelta(hours=24)
@@ -40,7 +42,7 @@ def packets(n: int, tokens: int = 20_000) -> list[PacketLoad]:
         (HIGH, 4, 10, 20_000, 4),  # host-bound
         (HIGH, 3, 2, 20_000, 2),  # fewer packets than slots
         (MID, 16, 30, 20_000, 16),  # small packets: still host-bound
-        (MID, 16, 30, 80_000, 11),  # input-token bound: 7,500/s × 240 s / (80,000 × 2) = 11.25
+        (MID, 16, 30, 80_000, 12),  # input-token bound: 7,500/s × 240 s / (80,000 × 2) = 11.25, in 12 slots
         (LOW, 16, 10, 20_000, 3),  # a low tier sustains three runs at a time
     ],
     ids=["high-tier-claude-code", "high-tier-cursor", "two-packets", "mid-tier-small", "mid-tier-large", "low-tier"],
@@ -50,6 +52,7 @@ def test_wave_size_is_the_tightest_of_host_and_limits(
 ) -> None:
     result = schedule(limits(*tier), Learned(), host_cap, "rolling", packets(n, tokens), NOW)
     assert result.wave_size == expected and result.dispatch_mode == "rolling"
+    assert expected - 1 < min(result.capacity, n) <= expected  # the slots the capacity needs, none idle
     assert sum(result.waves) == n and result.waves[:-1] == [expected] * (len(result.waves) - 1)
     assert result.wave_size <= min(host_cap, 16)
     assert str(expected) in result.reasoning
@@ -104,24 +107,26 @@ def test_packets_too_big_for_the_input_bucket_are_flagged_only_when_limits_are_k
 
 def test_a_whole_wave_host_gets_a_narrower_wave_when_cached_runs_read_their_packets_at_once() -> None:
     # A run of a 60k-token packet draws 120k over 240 s. Rolling: 7,500/s × 240 s / 120k = 15. A whole wave
-    # reads its packets within the first 160 s: the 450k burst plus 7,500/s × 160 s admits 13 of them.
+    # reads its packets within the first 160 s: the 450k burst plus 7,500/s × 160 s admits 13.75 of them (waves
+    # of 14 and 13, three in four of 14).
     rolling, _ = physical_cap(limits(*MID), 16, 60_000, Learned(), "rolling")
     whole, binding = physical_cap(limits(*MID), 16, 60_000, Learned(), "whole_wave")
-    assert (rolling, whole, binding) == (15, 13, "input_tokens_per_minute")
+    assert (rolling, binding) == (15, "input_tokens_per_minute") and whole == pytest.approx(13.75)
     # Where the burst is small against the refill over a run, the wave is held to what the reading time admits:
-    # 24k-token packets draw 48k each; 500/s × 240 s sustains 2.5 (rounded to 3 with pacing), but 30k + 500/s ×
-    # 160 s = 110k admits only 2 whole runs reading at once.
+    # 24k-token packets draw 48k each; 500/s × 240 s sustains 2.5 (3 slots, launch pacing holding the draw to
+    # the refill), but 30k + 500/s × 160 s = 110k admits 2.29 runs reading at once.
     low = limits(4_000, 30_000, 400_000)
-    assert physical_cap(low, 16, 24_000, Learned(), "rolling") == (3, "input_tokens_per_minute")
-    assert physical_cap(low, 16, 24_000, Learned(), "whole_wave") == (2, "input_tokens_per_minute")
+    assert physical_cap(low, 16, 24_000, Learned(), "rolling") == (2.5, "input_tokens_per_minute")
+    whole, binding = physical_cap(low, 16, 24_000, Learned(), "whole_wave")
+    assert whole == pytest.approx(110_000 / 48_000) and binding == "input_tokens_per_minute"
     # Uncached, every call re-sends the whole context: the draw is even, and the wave as wide as a rolling one.
     # Before any usage, a run is taken to re-send its whole packet on each of its ~15 calls: 7,500/s × 240 s
-    # / (20,000 × 15) = 6; once usage says it draws 8× its packet, 11.
+    # / (20,000 × 15) = 6; once usage says it draws 8× its packet, 11.25.
     uncached = limits(*MID, provider="openai")
     assert physical_cap(uncached, 16, 20_000, Learned(), "whole_wave") == (6, "input_tokens_per_minute")
     assert physical_cap(uncached, 16, 20_000, Learned(), "rolling") == (6, "input_tokens_per_minute")
     measured = Learned(input_ratio=8.0)
-    assert physical_cap(uncached, 16, 20_000, measured, "whole_wave") == (11, "input_tokens_per_minute")
+    assert physical_cap(uncached, 16, 20_000, measured, "whole_wave") == (11.25, "input_tokens_per_minute")
 
 
 @pytest.mark.parametrize("kind", ["rolling", "whole_wave"])
@@ -303,3 +308,28 @@ def test_throttled_uncached_runs_pack_small_even_before_the_input_limit_is_known
     assert packet_token_budget(guessed, throttled, 60_000, 3) == 60_000  # the host's three slots bind first
     cached = Learned(input_ratio=2.0, cap=3.0, threshold=3.0)  # cache reads free: the packet's size hardly matters
     assert packet_token_budget(limits(*MID, confidence="low"), cached, 60_000, 16) == 60_000
+
+
+def test_a_capacity_that_is_not_whole_paces_its_last_slot_or_mixes_wave_sizes() -> None:
+    # 2.5 runs at once: a rolling host keeps three slots and spaces the starts so that, once the first two
+    # are out, one starts per run length / 2.5; a whole-wave host alternates waves of three and two.
+    assert waves_for(20, 2.5, "rolling") == [3] * 6 + [2]
+    assert waves_for(20, 2.5, "whole_wave") == [3, 2] * 4
+    assert waves_for(25, 16, "whole_wave") == [13, 12]  # a whole capacity: balanced as before
+    assert slot_offsets(3.0, [100.0] * 6) == [0.0] * 6  # whole: the slots alone pace
+    starts = slot_offsets(2.5, [100.0] * 8)
+    assert starts[:2] == [0.0, 0.0] and starts[2] == pytest.approx(20.0)
+    assert [b - a for a, b in itertools.pairwise(starts[2:])] == pytest.approx([40.0] * 5)
+    # Over a long run that is 2.5 runs at once on average, in the three slots the plan gives.
+    learned = Learned(cap=2.5, updated_at=NOW, threshold=2.5)
+    result = schedule(limits(*HIGH), learned, 16, "rolling", packets(40, 20_000), NOW)
+    assert (result.wave_size, result.capacity) == (3, 2.5) and result.launch_interval_seconds > 0
+    last = result.launch_offsets[-1]
+    assert 40 * 240 / (last + 240) == pytest.approx(2.5, rel=0.02)  # 40 runs of 240 s, the last ends at last + 240
+    whole = schedule(limits(*HIGH), learned, 16, "whole_wave", packets(40, 20_000), NOW)
+    assert whole.waves == [3, 2] * 8 and whole.capacity == 2.5
+    # A capacity within a few percent of a whole number is that number: no slot paced for a sliver of time.
+    near = schedule(
+        limits(*HIGH), Learned(cap=2.98, updated_at=NOW, threshold=2.98), 16, "rolling", packets(9, 20_000), NOW
+    )
+    assert near.capacity == 3.0 and not any(near.launch_offsets)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -248,6 +250,54 @@ async def test_throttling_below_a_configured_input_limit_lowers_it_to_what_the_r
         assert quota["learned"]["learned_cap"] is None  # the learned cap is not also cut
         # The configured limits that throttling did not contradict stay as configured.
         assert quota["limits"]["output_tokens_per_minute"]["value"] == 400_000
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["rolling", "whole_wave"])
+async def test_throttling_at_two_slots_narrows_to_one_and_a_half_not_one(
+    repo: Path, reviewer: ScriptedReviewer, mode: str
+) -> None:
+    # Retries the host absorbed take a quarter off, unrounded: two slots throttled become 1.5 runs at once on
+    # average, kept in two slots whose starts are spaced (rolling) or in waves of two and one (whole waves).
+    roomy_but_input = "[model]\nrequests_per_minute = 4000\noutput_tokens_per_minute = 400000\n"
+    (repo / ".audit-mcp.toml").write_text(
+        REVIEW_ONLY
+        + 'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\ncarry_forward = false\n'
+        + roomy_but_input
+    )
+    host = {"host_can_dispatch_subagents": True, "host_max_active_subagents": 2, "host_dispatch_mode": mode}
+    async with Client(build_server(repo, clock=FakeClock())) as client:
+        await _call(client, "next_step", {"root": str(repo)})
+        first = await _plan(client, (await _call(client, "next_step", host))["run_id"])
+        assert first["wave_size"] == 2 and first["schedule"]["capacity"] == 2
+        for packet in first["packets"]:
+            usage = {"input_tokens": 20_000, "api_calls": 12, "seconds": 600, "rate_limited_calls": 2}
+            args = {"run_id": first["run_id"], "packet_id": packet["packet_id"], "usage": usage}
+            receipt = await _call(client, "submit_packet", {**args, "results": reviewer.results(packet)})
+            assert receipt["accepted"], receipt["errors"]
+        await _call(client, "merge_and_ingest", {"run_id": first["run_id"], "failures": []})
+        assert (await _call(client, "next_step", {}))["step_kind"] == "present_report"
+        step = await _call(client, "next_step", {"new_audit": True})
+        plan = await _plan(client, step["run_id"])
+        prompt = Path(step["prompt_path"]).read_text()
+        assert plan["schedule"]["capacity"] == 1.5 and plan["wave_size"] == 2
+        assert "1.50 runs at once on average" in plan["schedule"]["reasoning"]
+        starts = {p["packet_id"]: p["not_before_seconds"] for p in plan["packets"]}
+        if mode == "rolling":
+            # Two slots, the second used half the time: after the first start, one about every run length / 1.5.
+            order = plan["launch_order"]
+            assert [starts[pid] for pid in order] == sorted(starts[pid] for pid in order)
+            assert starts[order[0]] == 0 and starts[order[-1]] > 0
+            assert "Keep 2 subagent(s) running" in prompt
+            for pid, at in starts.items():  # every start time the plan sets is the one the prompt gives
+                assert (f"`{pid}`: **start at +{at:g}s**" in prompt) is (at > 0)
+        else:
+            waves = step["waves"]
+            # As few waves as 1.5 at once allows, of two and one, the twos spread out among the ones.
+            assert set(waves) == {1, 2} and len(waves) == math.ceil(sum(waves) / 1.5)
+            assert (2, 2) not in set(itertools.pairwise(waves))
+            for number, size in enumerate(waves, 1):
+                assert f"**Wave {number}** ({size} subagent(s)" in prompt
 
 
 @pytest.mark.anyio

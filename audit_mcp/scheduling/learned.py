@@ -67,7 +67,7 @@ class LearnedDoc(BaseModel):
     clean_runs: Annotated[int, Field(ge=0, le=10**9)] = 0
     rate_limited_runs: Annotated[int, Field(ge=0, le=10**9)] = 0
     threshold: Annotated[float, _finite(1, MAX_LEARNED_CAP)] | None = None
-    throttled_width: Annotated[int, Field(ge=1, le=MAX_LEARNED_CAP)] | None = None
+    throttled_width: Annotated[float, _finite(1, MAX_LEARNED_CAP)] | None = None
     throttled_repeats: Annotated[int, Field(ge=0, le=64)] = 0
     round_at: AwareDatetime | None = None
     round_clean: Annotated[int, Field(ge=0, le=10**6)] = 0

@@ -15,7 +15,9 @@ and ``now`` in; the new learned state out.
   have made the plan narrower than the width in use, the 429s are explained: the physical cap, recomputed
   from them, already corrects the width, and the learned cap is not also cut. 429s the calibration cannot
   explain cut the learned cap: a rate-limited failure halves it, and so do retries the host absorbed in slow
-  start (whose last step doubled the width); past it, absorbed retries take a quarter off.
+  start (whose last step doubled the width); past it, absorbed retries take a quarter off. Nothing is rounded:
+  the cap is a capacity (runs at once on average, ``scheduler.Schedule.capacity``), so a throttled 2 becomes
+  1.5 (two slots, the second paced to half the time), not 1.
 - **One decrease per width**: evidence from packets that started before the last decrease (usage whose
   seconds reach back past it; a failure within one run length of it) is not counted against the new width.
 - **A configured limit throttling contradicts**: when the window is throttled while a configured (medium)
@@ -23,9 +25,10 @@ and ``now`` in; the new learned state out.
   evenly), the limit is lowered to what they drew together (``_inferred``): absorbed retries never quote the
   real limit, and a bucket refusing calls delivers no more than that.
 - **Probing a throttled width less often**: the width a throttling cut was made at is remembered; each further
-  cut at that same width doubles the clean waves the cap needs before it grows back into it (at most
-  ``2**MAX_REPEATS``), and a clean wave at that width forgets it, so a formula that overrates a width by a
-  fraction of a run does not turn into a sawtooth of throttled waves.
+  cut at that same width (within ``REPEAT_WITHIN``) doubles the clean waves the cap needs before it grows
+  back into it (at most ``2**MAX_REPEATS``); growth goes back to that width, not past it, and a clean wave at
+  that width forgets it, so a formula that overrates a width by a fraction of a run does not turn into a
+  sawtooth of throttled waves.
 - **Slow start**: with nothing known, the first wave is narrow (``scheduler.SLOW_START_WIDTH``); each clean
   wave doubles the cap until the first decrease sets a threshold; above it a clean wave adds one. A wave is
   as many clean packets as the cap, counted only from packets that started after the cap last moved (a
@@ -53,7 +56,7 @@ from audit_mcp.scheduling.profile import (
     with_observed,
 )
 from audit_mcp.scheduling.ratelimits import parse_error_text
-from audit_mcp.scheduling.scheduler import physical_cap, slow_start
+from audit_mcp.scheduling.scheduler import WHOLE_WITHIN, physical_cap, slow_start
 from audit_mcp.scheduling.sizefit import Fit, folded, mean_size, mean_value, seeded
 
 DEFAULT_COOLDOWN = timedelta(seconds=60)
@@ -66,6 +69,8 @@ THROTTLED_SHARE = 0.05
 FAILURE_DECREASE = 0.5
 MAX_REPEATS = 5  # at most 2**5 clean waves before a width throttled again and again is tried once more
 ABSORBED_DECREASE = 0.75
+# A cut at a capacity within this of the one the last cut was made at is a cut at the same width again.
+REPEAT_WITHIN = 0.5
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ class Context:
     host_cap: int
     host_kind: str
     mean_tokens: float  # the run's mean packet estimate
-    in_use: int  # the width the host was told
+    in_use: float  # the capacity the host was told (runs at once on average; ``scheduler.Schedule.capacity``)
     half_life: timedelta = timedelta(hours=24)
 
 
@@ -95,7 +100,7 @@ class RunOutcome:
     hard_stop: str | None = None
 
 
-def prior_cap(learned: Learned, ctx: Context) -> int:
+def prior_cap(learned: Learned, ctx: Context) -> float:
     """The physical cap the learned cap decays toward and grows no further than."""
     return physical_cap(with_observed(ctx.limits, learned), ctx.host_cap, ctx.mean_tokens, learned, ctx.host_kind)[0]
 
@@ -289,11 +294,10 @@ def _decreased(state: Learned, ctx: Context, now: datetime, factor: float) -> Le
     )
     if _explained(state, ctx):
         return reset
-    width = min(state.cap if state.cap is not None else float(ctx.in_use), float(max(1, ctx.in_use)))
-    smaller = math.floor(width * factor) if factor <= FAILURE_DECREASE else math.floor(width * factor + 0.5)
-    cap = float(max(1, smaller))
-    width = max(1, ctx.in_use)
-    repeats = state.throttled_repeats + 1 if state.throttled_width == width else 0
+    width = max(1.0, float(ctx.in_use))
+    cap = max(1.0, min(state.cap if state.cap is not None else width, width) * factor)
+    again = state.throttled_width is not None and abs(state.throttled_width - width) < REPEAT_WITHIN
+    repeats = state.throttled_repeats + 1 if again else 0
     return replace(reset, cap=cap, threshold=cap, throttled_width=width, throttled_repeats=min(MAX_REPEATS, repeats))
 
 
@@ -303,13 +307,13 @@ def _grown(state: Learned, ctx: Context, started: datetime, now: datetime) -> Le
     decrease left) or grows by one. Packets that started before it moved ran at an older width: they prove
     nothing about this one, so feedback that arrives a run length late cannot push the cap past what was
     proven."""
-    if state.cap is None or ctx.in_use < math.floor(state.cap):  # the cap is not what limits the width
+    if state.cap is None or ctx.in_use < state.cap - WHOLE_WITHIN:  # the cap is not what limits the width
         return state
     if state.round_at is not None and started < state.round_at:
         return state
     counted = state.round_clean + 1
     wave = max(1, math.floor(state.cap))
-    if state.throttled_width is not None and wave + 1 >= state.throttled_width:
+    if state.throttled_width is not None and state.cap + 1 >= state.throttled_width:
         wave *= 2**state.throttled_repeats  # back into a width throttled again and again: probe it less often
     if counted < wave:
         return replace(state, round_clean=counted)
@@ -318,9 +322,8 @@ def _grown(state: Learned, ctx: Context, started: datetime, now: datetime) -> Le
         grown = min(2 * state.cap, state.threshold or 2 * state.cap)
     else:
         grown = state.cap + 1
-    cap = max(state.cap, min(ceiling, grown))
-    if (
-        state.throttled_width is not None and math.floor(cap) > state.throttled_width
-    ):  # a clean wave proved it: forgotten
-        state = replace(state, throttled_width=None, throttled_repeats=0)
+    throttled = state.throttled_width
+    if throttled is not None and state.cap >= throttled - WHOLE_WITHIN:  # a clean wave at it proved it: forgotten
+        state, throttled = replace(state, throttled_width=None, throttled_repeats=0), None
+    cap = max(state.cap or 1.0, min(ceiling, grown if throttled is None else min(grown, throttled)))
     return replace(state, cap=cap, round_at=now, round_clean=0)

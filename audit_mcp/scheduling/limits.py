@@ -97,15 +97,30 @@ def resolve_limits(model: str | None, provider: str | None, config: ModelConfig)
     return ResolvedLimits(provider or provider_for(name), name, limits)
 
 
-def waves_for(n_packets: int, width: int, mode: str) -> list[int]:
-    """How ``n_packets`` go out at ``width``: whole waves balanced (a wave waits for its slowest member, so
-    25 at 16 go as 13 + 12), rolling ones full (a rolling host keeps ``width`` running and refills a slot as
-    soon as it frees, so 20 at 16 run 16 at once and the last 4 as slots free)."""
+def waves_for(n_packets: int, width: float, mode: str) -> list[int]:
+    """How ``n_packets`` go out at ``width`` (a capacity: it need not be whole): whole waves balanced (a wave
+    waits for its slowest member, so 25 at 16 go as 13 + 12; at 2.5, waves of 3 and 2 alternate), rolling ones
+    full at the slots the width needs (a rolling host keeps them running and refills a slot as soon as it
+    frees, so 20 at 16 run 16 at once and the last 4 as slots free; launch pacing holds a width of 2.5 to
+    2.5 on average in 3 slots)."""
     if mode == "whole_wave":
-        return balanced_waves(n_packets, width)
-    width = max(1, min(width, MAX_WAVE_WIDTH))
-    full, rest = divmod(max(0, n_packets), width)
-    return [width] * full + ([rest] if rest else [])
+        return composed_waves(n_packets, width)
+    slots = max(1, min(math.ceil(width - 1e-9), MAX_WAVE_WIDTH))
+    full, rest = divmod(max(0, n_packets), slots)
+    return [slots] * full + ([rest] if rest else [])
+
+
+def composed_waves(n_packets: int, capacity: float) -> list[int]:
+    """Whole waves of ``n_packets`` averaging at most ``capacity``, as even as possible. A whole capacity
+    gives balanced waves (``balanced_waves``); between two whole numbers the waves are of both sizes, the
+    larger spread evenly among the smaller (2.5: 3, 2, 3, 2, ...) so that no run of larger waves drains a
+    bucket the smaller ones would have let refill."""
+    capacity = float(max(1.0, min(capacity, float(MAX_WAVE_WIDTH))))
+    if n_packets <= 0 or capacity.is_integer():
+        return balanced_waves(n_packets, int(capacity))
+    waves = math.ceil(n_packets / capacity - 1e-9)
+    base, extra = divmod(n_packets, waves)
+    return [base + (math.ceil((i + 1) * extra / waves) > math.ceil(i * extra / waves)) for i in range(waves)]
 
 
 def balanced_waves(n_packets: int, cap: int) -> list[int]:

@@ -39,6 +39,11 @@ class Live:
     def width(self) -> int:
         return self.schedule.wave_size
 
+    @property
+    def capacity(self) -> float:
+        """Runs at once on average (``Schedule.capacity``): what evidence arriving now is judged against."""
+        return self.schedule.capacity or float(self.schedule.wave_size)
+
 
 def _repack(
     packet: PacketLoad, limits: ResolvedLimits, learned: Learned, host_cap: int, max_packet_tokens: int | None
@@ -80,7 +85,7 @@ def replan(
         if pid in waiting and _repack(by_id[pid], limits, learned, host_cap, max_packet_tokens)
     ]
     order = [pid for pid in planned.order if pid in waiting and pid not in held]
-    waves = waves_for(len(order), planned.wave_size, host_kind)
+    waves = waves_for(len(order), planned.capacity or planned.wave_size, host_kind)
     at = dict(zip(planned.order, planned.packet_offsets or planned.launch_offsets, strict=True))
     offsets = {pid: at[pid] for pid in order}
     if host_kind == "whole_wave":  # a wave goes out together, at its first packet's start

@@ -105,6 +105,8 @@ def schedule_view(result: Schedule, key: str) -> dict[str, Any]:
         "dispatch_mode": result.dispatch_mode,
         "slow_start": result.slow_start,
         "physical_cap": result.physical_cap,
+        # Runs at once on average: need not be whole (2.5: three slots, the last paced; or waves of 3 and 2).
+        "capacity": round(result.capacity or result.wave_size, 2),
         "learned_cap": result.learned_cap,
         "reasoning": result.reasoning,
         "launch_interval_seconds": result.launch_interval_seconds,

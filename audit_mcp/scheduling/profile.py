@@ -55,7 +55,7 @@ class Learned:
     threshold: float | None = None
     # The width in use when throttling last cut the cap, and how many cuts in a row were made at that width:
     # each one doubles the clean waves the cap needs before it grows back into that width.
-    throttled_width: int | None = None
+    throttled_width: float | None = None
     throttled_repeats: int = 0
     round_at: datetime | None = None
     round_clean: int = 0
@@ -167,6 +167,17 @@ def draws(key: str, tokens: Sequence[float], learned: Learned, provider: str) ->
     learned_value = scalar.get(key, learned.calls)
     if fit is None or not learned_value or mean_size(fit) <= 0:
         return [max(1.0, per_run) for _ in tokens]
+    intercept, slope = reading(fit)
+    return [max(1.0, intercept + slope * t) for t in tokens]
+
+
+def durations(tokens: Sequence[float], learned: Learned, provider: str) -> list[float]:
+    """How long each run (of packets of ``tokens``) is expected to take: the seconds fit read at each packet's
+    size in one pass (``run_profile`` one at a time), else the mean."""
+    seconds = run_profile(learned, provider)[0]
+    fit = learned.size_fits.get("seconds")
+    if fit is None or not learned.run_seconds or mean_size(fit) <= 0:
+        return [seconds for _ in tokens]
     intercept, slope = reading(fit)
     return [max(1.0, intercept + slope * t) for t in tokens]
 

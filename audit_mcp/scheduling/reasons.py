@@ -39,6 +39,7 @@ class Facts:
     interval: float
     pacer: str | None
     mean_tokens: float
+    capacity: float
     max_packet_tokens: int | None
     cooldown: datetime | None
     oversize: list[str]
@@ -56,7 +57,7 @@ def pace(f: Facts) -> str:
     if f.paced_by == "slow_start":
         return f"slow start: nothing is known about the model's limits yet, so the width starts at {f.width}"
     if f.paced_by == "learned_cap":
-        return f"the width learned from rate-limit errors ({f.learned_cap})"
+        return f"the width learned from rate-limit errors ({f.capacity:.3g} at once on average)"
     if f.paced_by == "host":
         return f"the host's {min(f.host_cap, f.width if f.width else f.host_cap)} slot(s)"
     limit = f.limits.limits[f.paced_by]
@@ -93,12 +94,21 @@ def reasoning(f: Facts) -> str:
         )
     elif f.learned_cap is not None and f.decayed is not None:
         why.append(f"learned cap {f.learned.cap:.1f} decays to {f.decayed:.1f} toward {f.physical_cap}")
+    if not f.capacity.is_integer():
+        why.append(_fraction(f))
     if f.paced_by in f.limits.limits and configured(f.limits, f.paced_by):
         why.append(f"the pace is set by {pace(f)}")
     if f.interval and f.host_kind == "whole_wave":
         why.append(
             f"later waves wait for their launch_offsets (each wave's earliest start, in seconds after the "
             f"first launch) so runs draw on {f.pacer} no faster than it refills"
+        )
+    elif f.interval and f.pacer == "slots":
+        first = sum(1 for x in f.offsets if x == 0)
+        why.append(
+            f"{first} may start at once, then one about every {f.interval:g}s (launch_offsets gives each "
+            f"packet's earliest start, in seconds after the first launch) so that {f.capacity:.2f} run at once "
+            "on average"
         )
     elif f.interval:
         first = sum(1 for x in f.offsets if x == 0)
@@ -117,6 +127,17 @@ def reasoning(f: Facts) -> str:
     if f.learned.hard_stop:
         why.append(f"hard stop: {f.learned.hard_stop}")
     return f"wave size {f.width}: " + "; ".join(why) + "."
+
+
+def _fraction(f: Facts) -> str:
+    """How a capacity that is not a whole number of runs is kept."""
+    low, high = int(f.capacity), int(f.capacity) + 1
+    if f.host_kind == "whole_wave":
+        return f"{f.capacity:.2f} runs at once on average: waves of {high} and {low} alternate"
+    return (
+        f"{f.capacity:.2f} runs at once on average: {high} slots, with launch_offsets spacing the starts so the "
+        "last slot is used only part of the time"
+    )
 
 
 def _packet_bounds(f: Facts, seconds: float, ratio: float) -> list[str]:

@@ -17,6 +17,13 @@ when the runs' ``usage`` reports three or more rate-limited calls the host
 retried; at most one decrease a minute) and decays back toward the physical
 cap with a half-life.
 
+None of these is rounded: the width is a capacity, how many runs at once on
+average, and need not be whole. A rolling host keeps the slots it needs (2.5:
+three) and launch pacing uses the last only part of the time (a bucket that
+binds paces it by its refill; a learned cap, by slot-seconds, ``slot_offsets``);
+a whole-wave host gets waves of the two whole sizes around it, mixed evenly
+(``limits.composed_waves``: 3, 2, 3, 2, ...).
+
 Packets are sized to the same rates (``budget``); the run profile and the
 rates that bind are in ``profile``.
 
@@ -36,6 +43,7 @@ from datetime import datetime, timedelta
 
 from audit_mcp.scheduling import profile, reasons
 from audit_mcp.scheduling.budget import admissible_tokens
+from audit_mcp.scheduling.launch_pacing import SLOT_PACER, by_wave, launch_interval, launch_offsets, slot_offsets
 from audit_mcp.scheduling.limits import MAX_WAVE_WIDTH, ResolvedLimits, waves_for
 from audit_mcp.scheduling.profile import (
     CACHED_RATIO,
@@ -43,21 +51,15 @@ from audit_mcp.scheduling.profile import (
     binding_rates,
     decayed_cap,
     draws,
+    durations,
     run_profile,
 )
-from audit_mcp.scheduling.sizefit import relative_error
 
 # A cached run reads its packet early: its input draw peaks at about this multiple of its mean. Rolling hosts
 # start runs at different times, so the peaks spread out; a whole wave starts at once, so they add up, and
 # the bucket's burst is what absorbs them.
 WHOLE_WAVE_INPUT_PEAK = 1.5
-# Launch pacing keeps each bucket's draw under its refill by a margin against the error of the draw it was
-# planned with: ``PACING_CONFIDENCE`` standard errors of the calibration's reading (``sizefit``), and never
-# less utilisation than ``PACING_UTILISATION``, the margin while the draw is a prior's guess.
-PACING_UTILISATION = 0.9
-PACING_CONFIDENCE = 2.0
-_FITTED = {"input_tokens_per_minute": "input_tokens", "output_tokens_per_minute": "output_tokens"}
-_FITTED["requests_per_minute"] = "api_calls"
+WHOLE_WITHIN = 0.05
 SLOW_START_WIDTH = 2  # the first wave's width when nothing at all is known about the model's limits
 
 
@@ -102,12 +104,20 @@ class Schedule:
     dispatch_mode: str = "rolling"  # how the host is told to dispatch: the mode the schedule was made for
     slow_start: bool = False  # nothing known yet: the width starts narrow and doubles per clean wave
     packet_offsets: list[float] | None = None  # each packet's own earliest start, before whole waves share one
+    # How many runs at once on average: ``wave_size`` slots on a rolling host, the last paced to be used only
+    # part of the time where this is not whole; on a whole-wave host, the mean of ``waves``. 0: ``wave_size``.
+    capacity: float = 0.0
 
 
 def physical_cap(
     limits: ResolvedLimits, host_cap: int, mean_tokens: float, learned: Learned, host_kind: str = "rolling"
-) -> tuple[int, str]:
-    """The widest wave the limits sustain, and which constraint set it.
+) -> tuple[float, str]:
+    """The capacity the limits sustain (how many runs at once on average: it need not be whole), and which
+    constraint set it.
+
+    A rate's capacity is what its refill sustains over a run; the host's is its slots. Nothing is rounded:
+    a rolling host keeps the slots the capacity needs (``slots``) and launch pacing holds the draw to the
+    refill, a whole-wave host mixes waves of the two whole sizes around it (``limits.composed_waves``).
 
     On a whole-wave host every run of a wave reads its packet at the same time: a cached run's input (charged
     as it reads) is drawn at ``WHOLE_WAVE_INPUT_PEAK`` times its mean rate, early, so the wave's draw must fit
@@ -115,92 +125,25 @@ def physical_cap(
     run re-sends its whole context on every call and draws evenly.
     """
     seconds, ratio, _out, _calls = run_profile(learned, limits.provider, mean_tokens)
-    bounds = {"host": min(host_cap, MAX_WAVE_WIDTH)}
+    bounds = {"host": float(min(host_cap, MAX_WAVE_WIDTH))}
     for key, rate in binding_rates(limits).items():
         per_run = draws(key, [mean_tokens], learned, limits.provider)[0]
-        # Pacing holds the mean draw under the refill, so the width may round to the nearest run.
-        bounds[key] = math.floor(profile.TARGET_UTILISATION * rate * seconds / per_run + 0.5)
+        bounds[key] = profile.TARGET_UTILISATION * rate * seconds / per_run
         if host_kind == "whole_wave" and key == "input_tokens_per_minute" and ratio < CACHED_RATIO:
             # The wave's runs read their packets together, drawing the wave's input within the first
             # 1/WHOLE_WAVE_INPUT_PEAK of a run. Nothing paces inside a wave, so that draw must fit what the
-            # bucket holds (a minute's worth) plus what it refills meanwhile: whole runs only, rounded down.
+            # bucket holds (a minute's worth) plus what it refills meanwhile.
             peak = limits.value(key) + rate * seconds / WHOLE_WAVE_INPUT_PEAK
-            bounds[key] = min(bounds[key], math.floor(profile.TARGET_UTILISATION * peak / per_run))
+            bounds[key] = min(bounds[key], profile.TARGET_UTILISATION * peak / per_run)
     binding = min(bounds, key=lambda k: bounds[k])
-    return max(1, bounds[binding]), binding
+    return max(1.0, bounds[binding]), binding
 
 
-def launch_offsets(limits: ResolvedLimits, learned: Learned, tokens: Sequence[int], width: int) -> list[float]:
-    """Seconds after a run starts before which each of its packets (in launch order) should not start.
-
-    Each bucket known well enough to bind is played forward as a virtual token bucket that refills at
-    ``pacing_utilisation`` of its rate and charges a run's whole draw at its start: runs start at once
-    while the burst lasts (less one output reservation and one request per slot), then no faster than
-    the bucket refills, so first calls do not collide and the throughput stays just under the limit.
-    All zeros when nothing binds, and at a width of one: a single slot already runs one packet at a time, and
-    holding the next back only leaves the bucket full and idle.
-    """
-    offsets = [0.0] * len(tokens)
-    if width <= 1:
-        return offsets
-    for key, rate in binding_rates(limits).items():
-        if rate <= 0:  # nothing is ever admitted: the width of one already says so
-            continue
-        headroom = {
-            "output_tokens_per_minute": width * limits.value("output_tokens"),
-            "requests_per_minute": width,
-        }.get(key, 0)
-        burst = max(0.0, limits.value(key) - headroom)
-        refill = pacing_utilisation(key, learned, sum(tokens) / len(tokens), limits.provider) * rate
-        level, at = burst, 0.0
-        for i, draw in enumerate(draws(key, tokens, learned, limits.provider)):
-            start = offsets[i] if offsets[i] > at else at
-            level += refill * (start - at)
-            level = burst if level > burst else level
-            if level < 0:  # a run starts once the runs before it are paid for
-                start -= level / refill
-                level = 0.0
-            offsets[i], at = start, start
-            level -= draw
-    return [round(x, 1) for x in offsets]
-
-
-def pacing_utilisation(key: str, learned: Learned, tokens: float, provider: str = "") -> float:
-    """The share of the ``key`` bucket's refill launch pacing plans to draw, for runs of ``tokens``-token
-    packets. Runs that re-send their whole context on every call draw evenly, so pacing, which charges a
-    run's whole draw at its start, is only as wrong as the draw it planned with: the calibration's reading,
-    less ``PACING_CONFIDENCE`` of its standard errors, is what the refill must cover, and the margin shrinks
-    as the calibration becomes certain, down to none. Cached runs (cache reads free) draw their packet as
-    they read it, early, in a peak their totals do not measure: they keep ``PACING_UTILISATION``, as does
-    any run while its draw is a prior's guess (or fewer than three packets were learned)."""
-    fit = learned.size_fits.get(_FITTED.get(key, ""))
-    if fit is None or not learned.input_ratio or run_profile(learned, provider, tokens)[1] < CACHED_RATIO:
-        return PACING_UTILISATION
-    error = relative_error(fit, tokens, proportional=key == "input_tokens_per_minute")
-    if error is None:
-        return PACING_UTILISATION
-    return max(PACING_UTILISATION, 1.0 / (1.0 + PACING_CONFIDENCE * error))
-
-
-def _by_wave(offsets: list[float], waves: list[int]) -> list[float]:
-    """One earliest start per wave, its first packet's: a whole-wave host launches a wave in one batch, and
-    staggering inside it would only hold the wave (and the one after it) back by its last member."""
-    out: list[float] = []
-    for size in waves:
-        out += [offsets[len(out)]] * size
-    return out
-
-
-def launch_interval(limits: ResolvedLimits, learned: Learned, mean_tokens: float) -> tuple[float, str | None]:
-    """Seconds between starts once the burst is spent, and the bucket that sets them; (0, None) if none binds."""
-    gaps = {
-        key: draws(key, [mean_tokens], learned, limits.provider)[0]
-        / (pacing_utilisation(key, learned, mean_tokens, limits.provider) * rate)
-        for key, rate in binding_rates(limits).items()
-        if rate > 0
-    }
-    key = max(gaps, key=lambda k: gaps[k], default=None)
-    return (round(gaps[key], 1), key) if key is not None else (0.0, None)
+def settled(capacity: float) -> float:
+    """A capacity within ``WHOLE_WITHIN`` of a whole number is that number: pacing a slot for a few percent of
+    the time only adds waits."""
+    whole = float(round(capacity))
+    return whole if abs(capacity - whole) < WHOLE_WITHIN else capacity
 
 
 def schedule(
@@ -225,19 +168,28 @@ def schedule(
     c_phys, binding = physical_cap(limits, host_cap, mean_tokens, learned, host_kind)
     decayed = decayed_cap(learned, c_phys, now, half_life)
     slow = decayed is None and slow_start(limits, learned)
-    learned_cap = SLOW_START_WIDTH if slow else (max(1, math.floor(decayed + 0.5)) if decayed is not None else None)
-    width = max(1, min(c_phys, learned_cap if learned_cap is not None else c_phys, host_cap, MAX_WAVE_WIDTH))
-    waves = waves_for(len(order), width, host_kind)
+    cap = float(SLOW_START_WIDTH) if slow else decayed
+    capacity = settled(max(1.0, min(c_phys, cap if cap is not None else c_phys, host_cap, MAX_WAVE_WIDTH)))
+    learned_cap = None if cap is None else max(1, math.floor(cap + 0.5))
+    waves = waves_for(len(order), capacity, host_kind)
     wave_size = waves[0] if waves else 0
-    starts = launch_offsets(limits, learned, [p.estimated_tokens for p in order], wave_size)
-    offsets = _by_wave(starts, waves) if host_kind == "whole_wave" else starts
+    tokens = [p.estimated_tokens for p in order]
+    # Where the learned cap, not a rate, holds a rolling host below whole slots, the slots are paced to it;
+    # a rate that binds is paced by its own bucket, below.
+    paced = host_kind == "rolling" and cap is not None and capacity < settled(c_phys)
+    spaced = slot_offsets(capacity, durations(tokens, learned, limits.provider)) if paced else None
+    starts = launch_offsets(limits, learned, tokens, wave_size, spaced)
+    offsets = by_wave(starts, waves) if host_kind == "whole_wave" else starts
     interval, pacer = launch_interval(limits, learned, mean_tokens) if any(offsets) else (0.0, None)
+    if spaced is not None and any(offsets):  # the slots' pace, where it is slower than any bucket's
+        gap = round(sum(durations([mean_tokens], learned, limits.provider)) / capacity, 1)
+        interval, pacer = (gap, SLOT_PACER) if gap > interval else (interval, pacer)
     cooldown = learned.cooldown_until if learned.cooldown_until and learned.cooldown_until > now else None
     seconds, ratio, out, _calls = run_profile(learned, limits.provider, mean_tokens)
-    others = min(c_phys, host_cap, MAX_WAVE_WIDTH)
-    if len(order) < min(others, learned_cap or others):
+    others = settled(min(c_phys, host_cap, MAX_WAVE_WIDTH))
+    if len(order) < min(others, cap or others):
         paced_by = "packets"
-    elif learned_cap is not None and learned_cap < others:
+    elif cap is not None and settled(cap) < others:
         paced_by = "slow_start" if slow else "learned_cap"
     else:
         paced_by = binding
@@ -247,7 +199,7 @@ def schedule(
         host_cap=host_cap,
         host_kind=host_kind,
         width=wave_size,
-        physical_cap=c_phys,
+        physical_cap=_shown(c_phys),
         binding=binding,
         learned_cap=learned_cap,
         decayed=decayed,
@@ -257,19 +209,21 @@ def schedule(
         interval=interval,
         pacer=pacer,
         mean_tokens=mean_tokens,
+        capacity=capacity,
         max_packet_tokens=max_packet_tokens,
         cooldown=cooldown,
         oversize=_oversize(limits, order),
     )
     total_in = int(sum(p.estimated_tokens for p in order) * ratio)
-    forecast = _forecast(limits, order, waves, host_kind, seconds, total_in, int(out * len(order)), now, cooldown)
+    total_out = int(out * len(order))
+    forecast = _forecast(limits, order, waves, capacity, host_kind, seconds, total_in, total_out, now, cooldown)
     return Schedule(
         wave_size=wave_size,
         waves=waves,
         cooldown_until=cooldown,
         estimated_wave_tokens=sum(p.estimated_tokens for p in order[:wave_size]),
         order=[p.packet_id for p in order],
-        physical_cap=c_phys,
+        physical_cap=_shown(c_phys),
         learned_cap=None if slow else learned_cap,  # slow start is a guess, not something learned
         blocked=learned.hard_stop,
         oversize=facts.oversize,
@@ -280,7 +234,13 @@ def schedule(
         dispatch_mode=host_kind,
         slow_start=slow,
         packet_offsets=starts,
+        capacity=capacity,
     )
+
+
+def _shown(capacity: float) -> int:
+    """A capacity as the whole number of runs a person reads it as."""
+    return max(1, math.floor(capacity + 0.5))
 
 
 def slow_start(limits: ResolvedLimits, learned: Learned) -> bool:
@@ -304,6 +264,7 @@ def _forecast(
     limits: ResolvedLimits,
     packets: Sequence[PacketLoad],
     waves: list[int],
+    capacity: float,
     host_kind: str,
     seconds: float,
     total_in: int,
@@ -311,7 +272,7 @@ def _forecast(
     now: datetime,
     cooldown: datetime | None,
 ) -> Forecast:
-    width = waves[0] if waves else 1
+    width = min(capacity, waves[0]) if waves else 1.0
     wait = (cooldown - now).total_seconds() if cooldown else 0.0
     # Like the physical cap, the token-rate floor counts only limits known well enough to bind.
     rates = binding_rates(limits)

@@ -107,7 +107,7 @@ class InFlight:
     def learning(self, now: datetime) -> Context:
         """What the plan is now: the evidence arriving is judged against it."""
         mean = sum(p.estimated_tokens for p in self.loads) / len(self.loads) if self.loads else 0.0
-        width = self.live((), now).width
+        width = self.live((), now).capacity
         return Context(self.limits, self.context.host_cap, self.context.mode, mean, width, self.context.half_life)
 
 

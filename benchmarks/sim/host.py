@@ -33,6 +33,7 @@ class Orders:
     not_before: Mapping[str, float] = field(default_factory=dict)  # seconds after the run's first start
     resume_at: float = 0.0  # absolute: nothing starts before (a cooldown)
     hold: frozenset[str] = frozenset()  # not to be launched in this run (they go back to the queue)
+    capacity: float = 0.0  # rolling: runs at once on average, the width's last slot paced (0: the width)
 
 
 class Controller(Protocol):
@@ -52,7 +53,7 @@ class RunResult:
     rate_limited: int = 0
     wasted_tokens: int = 0
     end: float = 0.0
-    widths: list[int] = field(default_factory=list)  # the width in force at each launch
+    widths: list[float] = field(default_factory=list)  # the width (capacity) in force at each launch
     aborted: bool = False  # past the deadline: this run's outcome cannot matter
     held: list[str] = field(default_factory=list)  # packets the host was told not to launch
 
@@ -121,7 +122,7 @@ def run_packets(
             if due > now + 1e-9:
                 heapq.heappush(events, (due, next(seq), "wake", None, 0, 0))
                 return
-            out.widths.append(max(1, orders.width))
+            out.widths.append(min(orders.capacity, orders.width) if orders.capacity else max(1, orders.width))
             start_packet(queue.pop(0), now)
 
     decide(start)

@@ -233,7 +233,7 @@ class StaticPlan:
                 break
             done += size
         mode = self.plan.dispatch_mode if PROMPT_FOLLOWS_PLAN else "whole_wave"
-        return Orders(mode, self.plan.wave_size, wave, self.offsets, self.resume_at)
+        return Orders(mode, self.plan.wave_size, wave, self.offsets, self.resume_at, capacity=self.plan.capacity)
 
     def finished(self, packet: Packet, usage: dict[str, float], now: float) -> None:
         return None
@@ -252,7 +252,7 @@ class LivePlan:
         self.loads = [PacketLoad(p.packet_id, p.text_tokens, units=len(p.files)) for p in packets]
         self.order = order
         self.mean = sum(p.text_tokens for p in packets) / len(packets)
-        self.in_use = 1
+        self.in_use = 1.0
         self.last: tuple[Learned, int, float, Orders] | None = None
 
     def _now(self, seconds: float) -> datetime:
@@ -271,12 +271,12 @@ class LivePlan:
             return last[3]
         seen = with_observed(owner.limits, owner.learned)
         live = replan(seen, owner.learned, owner.sc.cap, owner.sc.kind, self.loads, waiting, self._now(now))
-        self.in_use = live.width
+        self.in_use = live.capacity
         cooldown = live.schedule.cooldown_until
         resume = (cooldown - owner.t0).total_seconds() if cooldown else 0.0
         wave = live.waves[0] if live.waves else 1
         mode = live.schedule.dispatch_mode if PROMPT_FOLLOWS_PLAN else "whole_wave"
-        answer = Orders(mode, live.width, wave, live.offsets, resume, frozenset(live.held))
+        answer = Orders(mode, live.width, wave, live.offsets, resume, frozenset(live.held), live.capacity)
         self.last = (owner.learned, launched, now, answer)
         return answer
 
@@ -315,7 +315,7 @@ class Scheduler:
         launch = sorted(packets, key=lambda p: order[p.packet_id])
         self.live = LivePlan(self, packets, plan.order, start)
         if self.oracle or not LEARN_IN_FLIGHT:  # the oracle knows the truth from the start: nothing to learn
-            self.live.in_use = plan.wave_size
+            self.live.in_use = plan.capacity
             return launch, StaticPlan(plan, start), start
         return launch, self.live, start
 
@@ -346,7 +346,7 @@ class _Totals:
     rate_limited: int = 0
     wasted_tokens: int = 0
     failed: int = 0
-    widths: list[int] = field(default_factory=list)
+    widths: list[float] = field(default_factory=list)
 
 
 def run_audit(
