@@ -10,6 +10,7 @@ import pytest
 from audit_mcp.scheduling.budget import packet_token_budget, sustainable_packet_tokens
 from audit_mcp.scheduling.launch_pacing import launch_offsets, slot_offsets
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits, waves_for
+from audit_mcp.scheduling.live import replan
 from audit_mcp.scheduling.profile import Learned
 from audit_mcp.scheduling.scheduler import SLOW_START_WIDTH, PacketLoad, physical_cap, schedule
 
@@ -107,18 +108,17 @@ def test_packets_too_big_for_the_input_bucket_are_flagged_only_when_limits_are_k
 
 def test_a_whole_wave_host_gets_a_narrower_wave_when_cached_runs_read_their_packets_at_once() -> None:
     # A run of a 60k-token packet draws 120k over 240 s. Rolling: 7,500/s × 240 s / 120k = 15. A whole wave
-    # reads its packets within the first 160 s: the 450k burst plus 7,500/s × 160 s admits 13.75 of them (waves
-    # of 14 and 13, three in four of 14).
+    # reads its packets within the first 160 s: the 450k burst plus 7,500/s × 160 s admits 13.75 of them: each
+    # wave must fit it, so 13 (a wave of 14 after one of 13 would find the bucket no fuller).
     rolling, _ = physical_cap(limits(*MID), 16, 60_000, Learned(), "rolling")
     whole, binding = physical_cap(limits(*MID), 16, 60_000, Learned(), "whole_wave")
-    assert (rolling, binding) == (15, "input_tokens_per_minute") and whole == pytest.approx(13.75)
+    assert (rolling, whole, binding) == (15, 13, "input_tokens_per_minute")
     # Where the burst is small against the refill over a run, the wave is held to what the reading time admits:
     # 24k-token packets draw 48k each; 500/s × 240 s sustains 2.5 (3 slots, launch pacing holding the draw to
-    # the refill), but 30k + 500/s × 160 s = 110k admits 2.29 runs reading at once.
+    # the refill), but 30k + 500/s × 160 s = 110k admits 2.29 runs reading at once: 2 in every wave.
     low = limits(4_000, 30_000, 400_000)
     assert physical_cap(low, 16, 24_000, Learned(), "rolling") == (2.5, "input_tokens_per_minute")
-    whole, binding = physical_cap(low, 16, 24_000, Learned(), "whole_wave")
-    assert whole == pytest.approx(110_000 / 48_000) and binding == "input_tokens_per_minute"
+    assert physical_cap(low, 16, 24_000, Learned(), "whole_wave") == (2, "input_tokens_per_minute")
     # Uncached, every call re-sends the whole context: the draw is even, and the wave as wide as a rolling one.
     # Before any usage, a run is taken to re-send its whole packet on each of its ~15 calls: 7,500/s × 240 s
     # / (20,000 × 15) = 6; once usage says it draws 8× its packet, 11.25.
@@ -333,3 +333,21 @@ def test_a_capacity_that_is_not_whole_paces_its_last_slot_or_mixes_wave_sizes() 
         limits(*HIGH), Learned(cap=2.98, updated_at=NOW, threshold=2.98), 16, "rolling", packets(9, 20_000), NOW
     )
     assert near.capacity == 3.0 and not any(near.launch_offsets)
+
+
+def test_a_run_in_flight_paces_the_packets_still_waiting_from_where_it_stands() -> None:
+    # The cap fell to 1.5 while twelve packets had gone out at a wider width. Paced from the run's start, the
+    # thirteenth would wait as if all twelve had gone out at 1.5 (about 1,900 s in); from where the run stands
+    # (1,200 s in, two running, so no slot-seconds to spare) it starts one run length / 1.5 later, and the rest
+    # one every 160 s.
+    learned = Learned(cap=1.5, updated_at=NOW, threshold=1.5)
+    loads = packets(20, 20_000)
+    order = schedule(limits(*HIGH), learned, 16, "rolling", loads, NOW).order
+    waiting = set(order[12:])
+    from_start = replan(limits(*HIGH), learned, 16, "rolling", loads, waiting, NOW)
+    live = replan(limits(*HIGH), learned, 16, "rolling", loads, waiting, NOW, elapsed=1_200.0, running=2)
+    assert from_start.offsets[order[12]] > 1_800
+    starts = [live.offsets[pid] for pid in live.waiting]
+    assert starts[0] == pytest.approx(1_200 + 240 / 1.5, abs=0.1)
+    assert [b - a for a, b in itertools.pairwise(starts)] == pytest.approx([160.0] * 7, abs=0.1)
+    assert (live.width, live.capacity) == (2, 1.5)

@@ -25,17 +25,20 @@ _FITTED["requests_per_minute"] = "api_calls"
 SLOT_PACER = "slots"  # what sets the launch interval where the capacity's last slot is paced, not a bucket
 
 
-def slot_offsets(capacity: float, seconds: Sequence[float]) -> list[float]:
-    """Earliest starts (seconds after a run begins, in launch order) that hold a rolling host's mean
+def slot_offsets(capacity: float, seconds: Sequence[float], start: float = 0.0, running: int = 0) -> list[float]:
+    """Earliest starts (seconds after a run's first launch, in launch order) that hold a rolling host's mean
     concurrency to a capacity that is not whole: the capacity rounded up in slots, the last used only part
-    of the time. A virtual bucket of slot-seconds refills at ``capacity`` per second and holds ``capacity`` runs of
-    the mean length; a run starts once the bucket holds its expected seconds (``profile.durations``), which it
-    then takes. All zeros for a whole capacity, where the slots alone pace."""
+    of the time. A virtual bucket of slot-seconds refills at ``capacity`` per second and holds ``capacity``
+    runs of the mean length; a run starts once the bucket holds its expected seconds (``profile.durations``),
+    which it then takes. From ``start`` with ``running`` runs going (a run in flight), the bucket holds what
+    the slots they leave free would: the runs launched before count by what is running now, not by the
+    pace of a capacity they were not launched at. All zeros for a whole capacity, where the slots alone pace."""
     offsets = [0.0] * len(seconds)
     if not seconds or float(capacity).is_integer():
         return offsets
-    burst = capacity * sum(seconds) / len(seconds)
-    level, at = burst, 0.0
+    mean = sum(seconds) / len(seconds)
+    burst = capacity * mean
+    level, at = min(burst, max(0.0, capacity - running) * mean), start
     for i, length in enumerate(seconds):
         start = at if level >= length else at + (length - level) / capacity
         level = min(burst, level + capacity * (start - at)) - length

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from audit_mcp.scheduling.budget import admissible_tokens, packet_token_budget
 from audit_mcp.scheduling.limits import ResolvedLimits, waves_for
 from audit_mcp.scheduling.profile import Learned
-from audit_mcp.scheduling.scheduler import PacketLoad, Schedule, schedule
+from audit_mcp.scheduling.scheduler import PacketLoad, Progress, Schedule, schedule
 
 # A waiting packet this many times larger than the budget would now be is held back and packed again: a change
 # that large (a limit just learned) outweighs the run boundary it costs; a smaller drift does not.
@@ -73,10 +73,23 @@ def replan(
     *,
     half_life: timedelta = timedelta(hours=24),
     max_packet_tokens: int | None = None,
+    elapsed: float | None = None,
+    running: int = 0,
 ) -> Live:
-    """The run's schedule now, for the ``waiting`` packets (those neither launched, submitted nor failed)."""
+    """The run's schedule now, for the ``waiting`` packets (those neither launched, submitted nor failed);
+    ``elapsed`` (seconds since the run's first launch, if known) and ``running`` (runs going now) pace them
+    from where the run stands."""
+    progress = Progress(elapsed, running, frozenset(waiting)) if elapsed is not None else None
     planned = schedule(
-        limits, learned, host_cap, host_kind, packets, now, half_life=half_life, max_packet_tokens=max_packet_tokens
+        limits,
+        learned,
+        host_cap,
+        host_kind,
+        packets,
+        now,
+        half_life=half_life,
+        max_packet_tokens=max_packet_tokens,
+        progress=progress,
     )
     by_id = {p.packet_id: p for p in packets}
     held = [

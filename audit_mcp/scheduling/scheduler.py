@@ -72,6 +72,15 @@ class PacketLoad:
 
 
 @dataclass(frozen=True)
+class Progress:
+    """Where a run in flight stands, for pacing the packets it has not launched yet."""
+
+    elapsed: float  # seconds since the run's first launch
+    running: int  # runs going now
+    waiting: frozenset[str]  # packets not launched yet
+
+
+@dataclass(frozen=True)
 class Forecast:
     packets: int
     waves: int
@@ -132,9 +141,10 @@ def physical_cap(
         if host_kind == "whole_wave" and key == "input_tokens_per_minute" and ratio < CACHED_RATIO:
             # The wave's runs read their packets together, drawing the wave's input within the first
             # 1/WHOLE_WAVE_INPUT_PEAK of a run. Nothing paces inside a wave, so that draw must fit what the
-            # bucket holds (a minute's worth) plus what it refills meanwhile.
+            # bucket holds (a minute's worth) plus what it refills meanwhile. That bounds every wave, not their
+            # mean (each starts with the bucket about as full as the last did): whole runs, rounded down.
             peak = limits.value(key) + rate * seconds / WHOLE_WAVE_INPUT_PEAK
-            bounds[key] = min(bounds[key], profile.TARGET_UTILISATION * peak / per_run)
+            bounds[key] = min(bounds[key], float(math.floor(profile.TARGET_UTILISATION * peak / per_run)))
     binding = min(bounds, key=lambda k: bounds[k])
     return max(1.0, bounds[binding]), binding
 
@@ -156,9 +166,11 @@ def schedule(
     *,
     half_life: timedelta = timedelta(hours=24),
     max_packet_tokens: int | None = None,
+    progress: Progress | None = None,
 ) -> Schedule:
     """The wave schedule for ``packets`` now; ``max_packet_tokens`` (the configured cap the packets were
-    packed under, if known) lets the reasoning say which bound sized them.
+    packed under, if known) lets the reasoning say which bound sized them; ``progress``, for a run in flight,
+    paces the packets not launched yet from where it stands.
 
     ``host_kind`` is how the host dispatches, and the schedule is made for it: a ``rolling`` host keeps the
     width running (refilling a slot as soon as one frees), a ``whole_wave`` host launches balanced waves.
@@ -177,7 +189,7 @@ def schedule(
     # Where the learned cap, not a rate, holds a rolling host below whole slots, the slots are paced to it;
     # a rate that binds is paced by its own bucket, below.
     paced = host_kind == "rolling" and cap is not None and capacity < settled(c_phys)
-    spaced = slot_offsets(capacity, durations(tokens, learned, limits.provider)) if paced else None
+    spaced = _spaced(capacity, order, durations(tokens, learned, limits.provider), progress) if paced else None
     starts = launch_offsets(limits, learned, tokens, wave_size, spaced)
     offsets = by_wave(starts, waves) if host_kind == "whole_wave" else starts
     interval, pacer = launch_interval(limits, learned, mean_tokens) if any(offsets) else (0.0, None)
@@ -236,6 +248,20 @@ def schedule(
         packet_offsets=starts,
         capacity=capacity,
     )
+
+
+def _spaced(
+    capacity: float, order: Sequence[PacketLoad], lengths: list[float], progress: Progress | None
+) -> list[float]:
+    """The slots' pacing (``slot_offsets``) of a run, or of the packets a run in flight has not launched yet."""
+    if progress is None:
+        return slot_offsets(capacity, lengths)
+    at = [i for i, p in enumerate(order) if p.packet_id in progress.waiting]
+    out = [0.0] * len(order)
+    fresh = slot_offsets(capacity, [lengths[i] for i in at], progress.elapsed, progress.running)
+    for i, start in zip(at, fresh, strict=True):
+        out[i] = start
+    return out
 
 
 def _shown(capacity: float) -> int:

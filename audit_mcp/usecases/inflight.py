@@ -87,11 +87,15 @@ class InFlight:
     loads: list[PacketLoad]
     submitted: set[str]
     reported: dict[str, str]  # failures reported before the merge, by packet id
+    dispatched_at: datetime | None = None  # when the run was dispatched: its launch offsets count from about then
 
     def live(self, launched: Collection[str], now: datetime) -> Live:
         """The schedule now for the packets neither launched, submitted nor reported failed."""
         done = self.submitted | set(self.reported) | set(launched)
         waiting = {p.packet_id for p in self.loads} - done
+        # Where the host said what it launched, the packets still waiting are paced from where the run stands.
+        known = bool(launched) and self.dispatched_at is not None
+        elapsed = max(0.0, (now - self.dispatched_at).total_seconds()) if known and self.dispatched_at else None
         return replan(
             self.limits,
             self.learned,
@@ -102,6 +106,8 @@ class InFlight:
             now,
             half_life=self.context.half_life,
             max_packet_tokens=self.context.max_packet_tokens,
+            elapsed=elapsed,
+            running=len(set(launched) - self.submitted - set(self.reported)),
         )
 
     def learning(self, now: datetime) -> Context:
@@ -124,7 +130,9 @@ def in_flight(ws: Workspace, config: SessionConfig, tx: Tx, run_id: str) -> InFl
         for p in tx.packets(run_id)
     ]
     submitted, reported = tx.submitted_packet_ids(run_id), tx.reported_failures(run_id)
-    return InFlight(run_id, context, limits, learned, loads, submitted, reported)
+    run = tx.run(run_id, plan=False)
+    dispatched = datetime.fromisoformat(run.created_at.replace("Z", "+00:00")) if run is not None else None
+    return InFlight(run_id, context, limits, learned, loads, submitted, reported, dispatched)
 
 
 def learn_from_usage(ws: Workspace, run_id: str, estimated_tokens: int, usage: Mapping[str, Any]) -> None:

@@ -253,6 +253,7 @@ class LivePlan:
         self.order = order
         self.mean = sum(p.text_tokens for p in packets) / len(packets)
         self.in_use = 1.0
+        self.launched_ended = 0  # packets that finished or failed: the rest of those launched are running
         self.last: tuple[Learned, int, float, Orders] | None = None
 
     def _now(self, seconds: float) -> datetime:
@@ -270,7 +271,18 @@ class LivePlan:
         if last is not None and last[0] is owner.learned and last[1] == launched and now - last[2] < 60:
             return last[3]
         seen = with_observed(owner.limits, owner.learned)
-        live = replan(seen, owner.learned, owner.sc.cap, owner.sc.kind, self.loads, waiting, self._now(now))
+        elapsed, running = max(0.0, now - self.start), launched - self.launched_ended
+        live = replan(
+            seen,
+            owner.learned,
+            owner.sc.cap,
+            owner.sc.kind,
+            self.loads,
+            waiting,
+            self._now(now),
+            elapsed=elapsed,
+            running=running,
+        )
         self.in_use = live.capacity
         cooldown = live.schedule.cooldown_until
         resume = (cooldown - owner.t0).total_seconds() if cooldown else 0.0
@@ -281,9 +293,11 @@ class LivePlan:
         return answer
 
     def finished(self, packet: Packet, usage: dict[str, float], now: float) -> None:
+        self.launched_ended += 1
         self.owner.learned = learn_usage(self.owner.learned, usage, packet.text_tokens, self._now(now), self._context())
 
     def failed(self, packet: Packet, error: str, now: float) -> None:
+        self.launched_ended += 1
         self.owner.learned = learn_failure(self.owner.learned, error, self._now(now), self._context())
 
 
