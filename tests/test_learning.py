@@ -257,35 +257,36 @@ def test_a_merged_run_counts_itself_clean_or_rate_limited_and_learns_only_failur
 
 def test_a_width_throttled_again_and_again_is_probed_ever_less_often() -> None:
     lim = limits(HIGH, "high")  # known from the provider: the cap, not a limit, is what the 429s correct
-    state = Learned(cap=3.0, updated_at=NOW, threshold=3.0)
+    state = Learned(cap=8.0, updated_at=NOW, threshold=8.0)
     at = NOW
 
-    def throttled(state: Learned) -> Learned:
+    def lasting(in_use: float) -> Context:  # a half-life long enough that the cap does not decay meanwhile
+        return Context(lim, 16, "rolling", 20_000, in_use, timedelta(days=3650))
+
+    def throttled(state: Learned, in_use: float) -> Learned:
         nonlocal at
         at += timedelta(seconds=100)
-        return learn_usage(state, usage(calls=20, limited=4, seconds=30), 20_000, at, context(lim, 3))
+        return learn_usage(state, usage(calls=20, limited=20, seconds=30), 20_000, at, lasting(in_use))
 
     def clean_packets(state: Learned, n: int) -> Learned:
         nonlocal at
         for _ in range(n):
             at += timedelta(seconds=100)
-            state = learn_usage(state, usage(seconds=30), 20_000, at, context(lim, state.cap or 1))
+            state = learn_usage(state, usage(seconds=30), 20_000, at, lasting(state.cap or 1))
         return state
 
-    state = throttled(state)  # a quarter off, unrounded: the host keeps 2.25 running on average
-    assert state.cap == pytest.approx(2.25) and state.throttled_width == 3 and state.throttled_repeats == 0
-    state = clean_packets(state, 2)  # one clean wave of two: back to three, not past it
-    assert state.cap == pytest.approx(3.0, abs=0.01)
-    state = throttled(state)  # three is throttled again: now two clean waves before trying it once more
-    assert state.cap == pytest.approx(2.25, abs=0.05) and state.throttled_repeats == 1
-    state = clean_packets(state, 3)  # (decaying back toward the physical cap meanwhile)
-    assert state.cap == pytest.approx(2.25, abs=0.05)
+    state = throttled(state, 8)  # a quarter off, unrounded
+    assert state.cap == pytest.approx(6.0) and state.throttled_width == 8 and state.throttled_repeats == 0
+    state = clean_packets(state, 6 + 7)  # a clean wave of six, then of seven: back to eight
+    assert state.cap == pytest.approx(8.0, abs=0.05) and state.throttled_width == 8
+    state = throttled(state, state.cap)  # eight is throttled again: now twice the clean waves before trying it
+    assert state.cap == pytest.approx(6.0, abs=0.05) and state.throttled_repeats == 1
+    state = clean_packets(state, 6 + 2 * 7 - 1)
+    assert state.cap == pytest.approx(7.0, abs=0.05)
     state = clean_packets(state, 1)
-    assert state.cap == pytest.approx(3.0, abs=0.05)
-    # A different width throttled starts the count again.
-    state = learn_usage(
-        state, usage(calls=20, limited=8, seconds=30), 20_000, at + timedelta(seconds=100), context(lim, 4)
-    )
+    assert state.cap == pytest.approx(8.0, abs=0.05)
+    # A width throttled more than half a run away starts the count again.
+    state = throttled(state, 4)
     assert state.throttled_width == 4 and state.throttled_repeats == 0
 
 
@@ -293,9 +294,9 @@ def test_a_width_that_comes_back_clean_is_forgotten_as_throttled() -> None:
     lim = limits(HIGH, "high")
     state = Learned(cap=2.0, updated_at=NOW, threshold=2.0, throttled_width=3, throttled_repeats=0)
     at = NOW
-    for in_use in (2, 2, 3, 3, 3):  # a clean wave at two grows to three; a clean wave at three grows past it
+    for _ in range(5):  # a clean wave at two grows to three; a clean wave at three grows past it
         at += timedelta(seconds=100)
-        state = learn_usage(state, usage(seconds=30), 20_000, at, context(lim, in_use))
+        state = learn_usage(state, usage(seconds=30), 20_000, at, context(lim, state.cap or 1))
     assert round(state.cap or 0) == 4 and state.throttled_width is None and state.throttled_repeats == 0
 
 

@@ -26,9 +26,10 @@ and ``now`` in; the new learned state out.
   real limit, and a bucket refusing calls delivers no more than that.
 - **Probing a throttled width less often**: the width a throttling cut was made at is remembered; each further
   cut at that same width (within ``REPEAT_WITHIN``) doubles the clean waves the cap needs before it grows
-  back into it (at most ``2**MAX_REPEATS``); growth goes back to that width, not past it, and a clean wave at
-  that width forgets it, so a formula that overrates a width by a fraction of a run does not turn into a
-  sawtooth of throttled waves.
+  back into it (at most ``2**MAX_REPEATS``), and a clean wave that grows the cap past it forgets it, so a
+  formula that overrates a width by a fraction of a run does not turn into a sawtooth of throttled waves.
+  (Growing back to 3 from a cut at 3 only, not past it, measured slower: the cut and the growth then meet
+  at the throttled width again and again.)
 - **Slow start**: with nothing known, the first wave is narrow (``scheduler.SLOW_START_WIDTH``); each clean
   wave doubles the cap until the first decrease sets a threshold; above it a clean wave adds one. A wave is
   as many clean packets as the cap, counted only from packets that started after the cap last moved (a
@@ -322,8 +323,7 @@ def _grown(state: Learned, ctx: Context, started: datetime, now: datetime) -> Le
         grown = min(2 * state.cap, state.threshold or 2 * state.cap)
     else:
         grown = state.cap + 1
-    throttled = state.throttled_width
-    if throttled is not None and state.cap >= throttled - WHOLE_WITHIN:  # a clean wave at it proved it: forgotten
-        state, throttled = replace(state, throttled_width=None, throttled_repeats=0), None
-    cap = max(state.cap or 1.0, min(ceiling, grown if throttled is None else min(grown, throttled)))
+    cap = max(state.cap, min(ceiling, grown))
+    if state.throttled_width is not None and cap > state.throttled_width + WHOLE_WITHIN:  # proved: forgotten
+        state = replace(state, throttled_width=None, throttled_repeats=0)
     return replace(state, cap=cap, round_at=now, round_clean=0)

@@ -254,6 +254,9 @@ class LivePlan:
         self.mean = sum(p.text_tokens for p in packets) / len(packets)
         self.in_use = 1.0
         self.launched_ended = 0  # packets that finished or failed: the rest of those launched are running
+        # When the host last checked the plan with something new to say (a launch, a finish, a failure): a host
+        # told to start a packet at +Ns starts it then, it does not ask again and again as the time nears.
+        self.event, self.seen = start, 0
         self.last: tuple[Learned, int, float, Orders] | None = None
 
     def _now(self, seconds: float) -> datetime:
@@ -271,7 +274,9 @@ class LivePlan:
         if last is not None and last[0] is owner.learned and last[1] == launched and now - last[2] < 60:
             return last[3]
         seen = with_observed(owner.limits, owner.learned)
-        elapsed, running = max(0.0, now - self.start), launched - self.launched_ended
+        if launched != self.seen:
+            self.event, self.seen = now, launched
+        elapsed, running = max(0.0, self.event - self.start), launched - self.launched_ended
         live = replan(
             seen,
             owner.learned,
@@ -293,11 +298,11 @@ class LivePlan:
         return answer
 
     def finished(self, packet: Packet, usage: dict[str, float], now: float) -> None:
-        self.launched_ended += 1
+        self.launched_ended, self.event = self.launched_ended + 1, now
         self.owner.learned = learn_usage(self.owner.learned, usage, packet.text_tokens, self._now(now), self._context())
 
     def failed(self, packet: Packet, error: str, now: float) -> None:
-        self.launched_ended += 1
+        self.launched_ended, self.event = self.launched_ended + 1, now
         self.owner.learned = learn_failure(self.owner.learned, error, self._now(now), self._context())
 
 
