@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -112,3 +113,31 @@ def test_import_edges_stored_before_the_table_was_keyed_survive_the_upgrade(tmp_
         assert "WITHOUT ROWID" in ddl.upper()
     finally:
         conn.close()
+
+
+def test_run_plans_stored_in_the_run_row_before_survive_the_upgrade(tmp_path: Path) -> None:
+    # A database migrated up to the migration before plans had a table of their own, with a run in it.
+    before = tuple(m for m in MIGRATIONS if m[0] < "0017_run_plans")
+    store = Store(tmp_path, migrations=before)
+    plan = {"run_id": "A1-R1", "waves": [["A1-R1-P01"]], "packets": [{"packet_id": "A1-R1-P01"}]}
+    with store.write() as tx:
+        audit = tx.create_audit(
+            now="2026-01-01T00:00:00Z", root="/r", git_head=None, git_dirty=False, digest="x", lenses=[]
+        )
+        tx.conn.execute(
+            "INSERT INTO runs (run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size, plan)"
+            " VALUES ('A1-R1', ?, 1, 'dispatch', 'open', '2026-01-01T00:00:00Z', NULL, 4, ?)",
+            (audit, json.dumps(plan)),
+        )
+    store.close()
+    upgraded = Store(tmp_path)
+    with upgraded.write() as tx:
+        run = tx.run("A1-R1")
+        assert run is not None and run.plan == plan and run.state == "open" and run.wave_size == 4
+        assert tx.run_waves(audit) == {"A1-R1": [["A1-R1-P01"]]}
+        tx.finish_run("A1-R1", "2026-01-01T01:00:00Z")  # the run's state changes; its plan is left as it was
+    with upgraded.read() as tx:
+        merged = tx.run("A1-R1")
+        assert merged is not None and merged.state == "merged" and merged.plan == plan
+        assert [r.plan for r in tx.runs(audit)] == [plan] and tx.runs(audit, plan=False)[0].plan == {}
+    upgraded.close()

@@ -190,6 +190,9 @@ def test_runs_packets_submissions_findings_verdicts_ledger_and_requeues(store: S
         tx.lease_packets("A1-R1", "2026-01-02T05:00:00Z")
         tx.put_submission("A1-R1-P01", "A1-R1", "dig", {"results": [1]}, NOW)
         tx.put_submission("A1-R1-P01", "A1-R1", "dig2", {"results": [2]}, NOW, origin="file")  # replaces
+        tx.put_submission(
+            "A1-R1-P02", "A1-R1", "dig3", '{"results": [3], "usage": null}', NOW, parts={"reviewed": ["T1"]}
+        )
         tx.insert_finding(audit_id, "A1-R1", "A1-R1-P01", "T00001", "security", {"title": "t"})
         tx.insert_failure(audit_id, "A1-R1", "A1-R1-P01", "timeout", "slow", NOW)
         tx.insert_verdict(audit_id, Verdict("L001", "confirmed", "seen", "A1-R1-P01", "T00001"))
@@ -200,6 +203,9 @@ def test_runs_packets_submissions_findings_verdicts_ledger_and_requeues(store: S
         run = tx.run("A1-R1")
         assert run is not None and run.plan == {"waves": [[1]]} and tx.run("A1-R1", plan=False).plan == {}  # type: ignore[union-attr]
         assert tx.submission("A1-R1-P01") == ("dig2", {"results": [2]})
+        assert tx.submission("A1-R1-P02") == ("dig3", {"results": [3], "usage": None})  # stored as given
+        # What merging needs: the parts kept with a submission, or its whole payload when none were kept.
+        assert tx.run_merge_parts("A1-R1") == {"A1-R1-P01": {"results": [2]}, "A1-R1-P02": {"reviewed": ["T1"]}}
         assert tx.submission_record("A1-R1-P01") == {"accepted_at": NOW, "origin": "file", "digest": "dig2"}
         assert tx.expired_packet_ids("A1-R1", "2026-01-02T06:00:00Z") == []  # submitted
         assert tx.packet_task_ids("A1-R1-P01") == ["T00001"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,30 @@ class IngestOutcome:
     kinds: dict[str, int] = field(default_factory=dict)
 
 
+def merge_parts(
+    results: Sequence[Mapping[str, Any]], usage: Any, kinds: Mapping[str, str], files: Iterable[str]
+) -> dict[str, Any]:
+    """What merging needs of an accepted submission, kept beside it when it is accepted so that the merge
+    never decodes the texts it does not use: the ids of the review tasks reviewed with nothing more to record
+    (no reason, finding or lead verdict), every other result whole and in order, the usage, and the files
+    the packet's tasks cover (which the merge checks again). ``kinds`` gives each task's cell kind. A stored
+    payload (``{"results", "usage"}``) reads as parts with no plain ids and no files named."""
+    plain: list[str] = []
+    rest: list[Mapping[str, Any]] = []
+    for result in results:
+        if (
+            result["status"] == "reviewed"
+            and kinds.get(result["task_id"]) == CellKind.REVIEW
+            and result.get("reason") is None
+            and not result.get("findings")
+            and not result.get("leads")
+        ):
+            plain.append(result["task_id"])
+        else:
+            rest.append(result)
+    return {"reviewed": plain, "results": rest, "usage": usage, "files": sorted(set(files))}
+
+
 def ingest_run(
     tx: Tx,
     audit_id: int,
@@ -41,15 +65,19 @@ def ingest_run(
     """Accepted submissions mark their cells; everything else is requeued, or failed past the retry budget.
 
     ``failed`` gives, for every packet of the run without a submission, its failure kind and the error text;
-    ``submissions`` the run's accepted submissions by packet id (read here when not given). The run's cells
-    are read in one query and written back in one batch.
+    ``submissions`` the merge parts (``merge_parts``) of the run's accepted submissions by packet id (read
+    here when not given). A cell plainly reviewed is written from its task id alone; the cells the merge
+    reads (those of other results and of failed packets) are read in one query, and all are written back in
+    one batch.
     """
     out = IngestOutcome()
     signatures: set[str] = set()
-    cells = tx.run_cells(audit_id, run.run_id)
-    accepted = tx.run_submissions(run.run_id) if submissions is None else submissions
+    accepted = tx.run_merge_parts(run.run_id) if submissions is None else submissions
     # The tasks of the packets without a submission (to requeue), read only when there are any.
     task_ids = tx.run_task_ids(run.run_id) if any(p.packet_id not in accepted for p in packets) else {}
+    wanted = [r["task_id"] for p in packets if p.packet_id in accepted for r in accepted[p.packet_id]["results"]]
+    wanted += [t for p in packets if p.packet_id not in accepted for t in task_ids.get(p.packet_id, [])]
+    cells = tx.run_cells(audit_id, wanted) if wanted else {}
     updates: list[CellUpdate] = []
     states: list[tuple[str, str]] = []
     for packet in packets:
@@ -57,6 +85,9 @@ def ingest_run(
         if submission is not None:
             out.merged += 1
             states.append((packet.packet_id, "merged"))
+            plain = submission.get("reviewed", ())
+            updates += [CellUpdate(t, CellState.REVIEWED, run.run_id, packet.packet_id) for t in plain]
+            out.covered += len(plain)
             for result in submission["results"]:
                 cell = cells[result["task_id"]]
                 if result["status"] == "could_not_review":

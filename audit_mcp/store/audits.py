@@ -130,16 +130,19 @@ class AuditQueries(Queries):
         walking the queue (which is in path order) reads only the files it reaches."""
         return FileWindow(self.conn, audit_id)
 
-    def run_files(self, audit_id: int, run_id: str) -> list[FileRow]:
-        """The manifest rows of the files a run's packets cover, in path order, in one query."""
-        rows = self.conn.execute(
-            f"SELECT {', '.join('f.' + c for c in _FILE_COLUMNS.split(', '))} FROM files f"
-            " WHERE f.audit_id = ? AND f.path IN (SELECT c.path FROM packets p"
-            " JOIN packet_tasks pt ON pt.packet_id = p.packet_id"
-            " JOIN cells c ON c.audit_id = ? AND c.task_id = pt.task_id WHERE p.run_id = ?) ORDER BY f.path",
-            (audit_id, audit_id, run_id),
-        )
-        return [FileRow(*r) for r in rows]
+    def files_at(self, audit_id: int, paths: Iterable[str]) -> list[FileRow]:
+        """The manifest rows of these paths (those in the manifest), in path order."""
+        wanted = sorted(set(paths))
+        found: list[FileRow] = []
+        for i in range(0, len(wanted), 500):
+            batch = wanted[i : i + 500]
+            rows = self.conn.execute(
+                f"SELECT {_FILE_COLUMNS} FROM files WHERE audit_id = ? AND path IN ({','.join('?' for _ in batch)})"
+                " ORDER BY path",
+                (audit_id, *batch),
+            )
+            found += [FileRow(*r) for r in rows]
+        return found
 
     def file_counts(self, audit_id: int) -> dict[str, int]:
         """Files of the manifest by scope (``review`` / ``skipped``)."""

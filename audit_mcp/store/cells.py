@@ -181,15 +181,18 @@ class CellQueries(UnitQueries):
         if self.conn.execute(_UPDATE, args).rowcount == 0 and self.materialize(audit_id, [task_id], now):
             self.conn.execute(_UPDATE, args)
 
-    def run_cells(self, audit_id: int, run_id: str) -> dict[str, RunCell]:
-        """The cells of every packet of a run, by task id, in one query."""
-        rows = self.conn.execute(
-            "SELECT c.task_id, c.path, c.lens, c.attempts, c.kind, c.subject FROM packets p"
-            " JOIN packet_tasks pt ON pt.packet_id = p.packet_id"
-            " JOIN cells c ON c.audit_id = ? AND c.task_id = pt.task_id WHERE p.run_id = ?",
-            (audit_id, run_id),
-        )
-        return {r[0]: RunCell(*r) for r in rows}
+    def run_cells(self, audit_id: int, task_ids: Sequence[str]) -> dict[str, RunCell]:
+        """What merging needs of these cells (a run's: each has its row), by task id."""
+        found: dict[str, RunCell] = {}
+        for i in range(0, len(task_ids), _BATCH):
+            batch = task_ids[i : i + _BATCH]
+            rows = self.conn.execute(
+                "SELECT task_id, path, lens, attempts, kind, subject FROM cells WHERE audit_id = ?"
+                f" AND task_id IN ({','.join('?' for _ in batch)})",
+                (audit_id, *batch),
+            )
+            found.update((r[0], RunCell(*r)) for r in rows)
+        return found
 
     def update_cells(self, audit_id: int, updates: Iterable[CellUpdate], now: str) -> None:
         """``update_cell`` for many cells (the last update of a task wins): one statement for each batch of

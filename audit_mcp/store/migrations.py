@@ -321,6 +321,41 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE edges_by_key RENAME TO edges
         """,
     ),
+    (
+        # What merging an accepted submission needs (engine.ingest.merge_parts), kept beside its payload when
+        # it is accepted: the merge reads task ids and the few results with more to record, not every text.
+        # A submission accepted before has none, and the merge reads its payload as before.
+        "0016_submission_parts",
+        """
+        ALTER TABLE submissions ADD COLUMN parts TEXT
+        """,
+    ),
+    (
+        # A run's plan (megabytes for a large run) is kept in a table of its own: a run's state changes (a
+        # merge) rewrote every byte of it in the same row. Plans carried over as they are.
+        "0017_run_plans",
+        """
+        CREATE TABLE run_plans (
+            run_id TEXT PRIMARY KEY,
+            plan TEXT NOT NULL
+        );
+        INSERT INTO run_plans (run_id, plan) SELECT run_id, plan FROM runs;
+        CREATE TABLE runs_lean (
+            run_id TEXT PRIMARY KEY,
+            audit_id INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            state TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            merged_at TEXT,
+            wave_size INTEGER NOT NULL
+        );
+        INSERT INTO runs_lean (run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size)
+            SELECT run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size FROM runs;
+        DROP TABLE runs;
+        ALTER TABLE runs_lean RENAME TO runs
+        """,
+    ),
 )
 
 

@@ -66,9 +66,9 @@ class Cell:
     unit: int | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True)
-class CellUpdate:
-    """A cell's new state, as ``Tx.update_cells`` writes it (``attempts`` None: unchanged)."""
+class CellUpdate(NamedTuple):
+    """A cell's new state, as ``Tx.update_cells`` writes it (``attempts`` None: unchanged; a plain tuple: a
+    merge writes tens of thousands)."""
 
     task_id: str
     state: str

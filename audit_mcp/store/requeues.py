@@ -42,9 +42,10 @@ class RequeueQueries(Queries):
     def serve_requeues(self, audit_id: int, run_id: str) -> int:
         """Mark served the requests whose cells this merged run reviewed; returns how many."""
         cursor = self.conn.execute(
-            "UPDATE requeues SET served_run_id = ? WHERE audit_id = ? AND served_run_id IS NULL AND task_id IN"
-            " (SELECT task_id FROM cells WHERE audit_id = ? AND run_id = ?"
-            " AND state IN ('reviewed', 'not_applicable'))",
+            # Each open request looks up its own cell: the cost is the requests', not the audit's cells'.
+            "UPDATE requeues SET served_run_id = ? WHERE audit_id = ? AND served_run_id IS NULL AND EXISTS"
+            " (SELECT 1 FROM cells c WHERE c.audit_id = ? AND c.task_id = requeues.task_id AND c.run_id = ?"
+            " AND c.state IN ('reviewed', 'not_applicable'))",
             (run_id, audit_id, audit_id, run_id),
         )
         return cursor.rowcount

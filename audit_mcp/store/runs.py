@@ -9,32 +9,41 @@ from typing import Any
 from audit_mcp.store.queries import Queries
 from audit_mcp.store.records import PacketRow, RunRow
 
+_PACKET_COLUMNS = "packet_id, run_id, seq, state, estimated_tokens, model_tier, tier_reason, prompt_path, kind"
+
 
 class RunQueries(Queries):
     """Runs (one dispatch each), packets with their tasks and leases, and submissions."""
 
-    # A run's plan can be megabytes on a large repository: it is read only when ``plan=True``.
-    _RUN_COLUMNS = "run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size"
+    # A run's plan can be megabytes on a large repository: it is kept in a table of its own (a change of the
+    # run's state does not rewrite it) and read only when ``plan=True``.
+    _RUN_COLUMNS = "r.run_id, r.audit_id, r.seq, r.kind, r.state, r.created_at, r.merged_at, r.wave_size"
+    _WITH_PLAN = f"{_RUN_COLUMNS}, p.plan FROM runs r LEFT JOIN run_plans p ON p.run_id = r.run_id"
+
+    def _from(self, plan: bool) -> str:
+        return self._WITH_PLAN if plan else f"{self._RUN_COLUMNS} FROM runs r"
 
     def runs(self, audit_id: int, *, plan: bool = True) -> list[RunRow]:
-        columns = "*" if plan else self._RUN_COLUMNS
-        rows = self.conn.execute(f"SELECT {columns} FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,))
+        rows = self.conn.execute(f"SELECT {self._from(plan)} WHERE r.audit_id = ? ORDER BY r.seq", (audit_id,))
         return [self._run(r) for r in rows]
 
     def run_waves(self, audit_id: int) -> dict[str, list[Any]]:
         """Each run's waves (lists of packet ids), read out of its plan without parsing the whole plan."""
         # JSON path extraction has no portable SQL spelling: each backend spells this one query its way.
         waves = (
-            "json_extract(plan, '$.waves')"
+            "json_extract(p.plan, '$.waves')"
             if self.dialect == "sqlite"
-            else "CAST(CAST(plan AS json) -> 'waves' AS TEXT)"
+            else "CAST(CAST(p.plan AS json) -> 'waves' AS TEXT)"
         )
-        rows = self.conn.execute(f"SELECT run_id, {waves} FROM runs WHERE audit_id = ? ORDER BY seq", (audit_id,))
+        rows = self.conn.execute(
+            f"SELECT r.run_id, {waves} FROM runs r LEFT JOIN run_plans p ON p.run_id = r.run_id"
+            " WHERE r.audit_id = ? ORDER BY r.seq",
+            (audit_id,),
+        )
         return {r[0]: json.loads(r[1]) if r[1] else [] for r in rows}
 
     def run(self, run_id: str, *, plan: bool = True) -> RunRow | None:
-        columns = "*" if plan else self._RUN_COLUMNS
-        row = self.conn.execute(f"SELECT {columns} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        row = self.conn.execute(f"SELECT {self._from(plan)} WHERE r.run_id = ?", (run_id,)).fetchone()
         return None if row is None else self._run(row)
 
     @staticmethod
@@ -48,24 +57,17 @@ class RunQueries(Queries):
             created_at=r["created_at"],
             merged_at=r["merged_at"],
             wave_size=r["wave_size"],
-            plan=json.loads(r["plan"]) if "plan" in r.keys() else {},  # noqa: SIM118
+            plan=json.loads(r["plan"]) if "plan" in r.keys() and r["plan"] is not None else {},  # noqa: SIM118
         )
 
     def insert_run(self, run: RunRow) -> None:
         self.conn.execute(
-            "INSERT INTO runs (run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size, plan)"
-            " VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                run.run_id,
-                run.audit_id,
-                run.seq,
-                run.kind,
-                run.state,
-                run.created_at,
-                run.merged_at,
-                run.wave_size,
-                json.dumps(run.plan, sort_keys=True),
-            ),
+            "INSERT INTO runs (run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (run.run_id, run.audit_id, run.seq, run.kind, run.state, run.created_at, run.merged_at, run.wave_size),
+        )
+        self.conn.execute(
+            "INSERT INTO run_plans (run_id, plan) VALUES (?, ?)", (run.run_id, json.dumps(run.plan, sort_keys=True))
         )
 
     def finish_run(self, run_id: str, now: str) -> None:
@@ -110,8 +112,8 @@ class RunQueries(Queries):
         )
 
     def packets(self, run_id: str) -> list[PacketRow]:
-        rows = self.conn.execute("SELECT * FROM packets WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [self._packet(r) for r in rows]
+        rows = self.conn.execute(f"SELECT {_PACKET_COLUMNS} FROM packets WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [PacketRow(*r) for r in rows]  # positional: a run has hundreds of packets
 
     def packet(self, packet_id: str) -> PacketRow | None:
         row = self.conn.execute("SELECT * FROM packets WHERE packet_id = ?", (packet_id,)).fetchone()
@@ -190,13 +192,32 @@ class RunQueries(Queries):
         return None if row is None else (row[0], json.loads(row[1]))
 
     def put_submission(
-        self, packet_id: str, run_id: str, digest: str, payload: dict[str, Any], now: str, origin: str | None = None
+        self,
+        packet_id: str,
+        run_id: str,
+        digest: str,
+        payload: dict[str, Any] | str,
+        now: str,
+        origin: str | None = None,
+        *,
+        parts: dict[str, Any] | None = None,
     ) -> None:
-        """Record an accepted submission; ``origin`` names a results file it was ingested from (None: a call)."""
+        """Record an accepted submission (``payload`` as an object, or already as its JSON text); ``origin``
+        names a results file it was ingested from (None: a call), ``parts`` what merging it needs
+        (``engine.ingest.merge_parts``; None: the merge reads the payload instead)."""
         self.conn.execute("DELETE FROM submissions WHERE packet_id = ?", (packet_id,))
         self.conn.execute(
-            "INSERT INTO submissions (packet_id, run_id, digest, payload, accepted_at, origin) VALUES (?,?,?,?,?,?)",
-            (packet_id, run_id, digest, json.dumps(payload, sort_keys=True), now, origin),
+            "INSERT INTO submissions (packet_id, run_id, digest, payload, accepted_at, origin, parts)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (
+                packet_id,
+                run_id,
+                digest,
+                payload if isinstance(payload, str) else json.dumps(payload, sort_keys=True),
+                now,
+                origin,
+                None if parts is None else json.dumps(parts),
+            ),
         )
 
     def submission_record(self, packet_id: str) -> dict[str, Any] | None:
@@ -206,10 +227,40 @@ class RunQueries(Queries):
         ).fetchone()
         return None if row is None else dict(row)
 
-    def run_submissions(self, run_id: str) -> dict[str, dict[str, Any]]:
-        """The accepted submissions of a run by packet id, in one query."""
-        rows = self.conn.execute("SELECT packet_id, payload FROM submissions WHERE run_id = ?", (run_id,))
+    def run_merge_parts(self, run_id: str) -> dict[str, dict[str, Any]]:
+        """What merging needs of each accepted submission of a run, by packet id, in one query: the parts
+        recorded with it, or (recorded without them) its whole payload, which reads as parts."""
+        rows = self.conn.execute(
+            "SELECT packet_id, COALESCE(parts, payload) FROM submissions WHERE run_id = ?", (run_id,)
+        )
         return {r[0]: json.loads(r[1]) for r in rows}
+
+    def run_paths(self, run_id: str) -> set[str]:
+        """The paths the tasks of a run's packets cover: named by each submission's merge parts, looked up
+        through the task lists of the packets whose submission names none (or that have none)."""
+        paths: set[str] = set()
+        unnamed: list[str] = []
+        rows = self.conn.execute(
+            "SELECT p.packet_id, s.parts FROM packets p LEFT JOIN submissions s ON s.packet_id = p.packet_id"
+            " WHERE p.run_id = ?",
+            (run_id,),
+        )
+        for packet_id, parts in rows:
+            files = json.loads(parts).get("files") if parts is not None else None
+            if files is None:
+                unnamed.append(packet_id)
+            else:
+                paths.update(files)
+        for i in range(0, len(unnamed), 500):
+            batch = unnamed[i : i + 500]
+            found = self.conn.execute(
+                "SELECT DISTINCT c.path FROM packets p JOIN packet_tasks pt ON pt.packet_id = p.packet_id"
+                " JOIN cells c ON c.audit_id = p.audit_id AND c.task_id = pt.task_id"
+                f" WHERE p.packet_id IN ({','.join('?' for _ in batch)})",
+                batch,
+            )
+            paths.update(r[0] for r in found)
+        return paths
 
     def submitted_packet_ids(self, run_id: str) -> set[str]:
         rows = self.conn.execute("SELECT packet_id FROM submissions WHERE run_id = ?", (run_id,))

@@ -78,7 +78,7 @@ def merge_and_ingest(
         reported.pop(packet_id, None)  # its worker failed after writing the answer: the work is done
     changed = drift.detect(ws.root, config, _run_files(ws, run_id))
     with ws.store.write() as tx:
-        run = tx.run(run_id)  # the whole plan: what the run was scheduled for
+        run = tx.run(run_id, plan=False)
         if run is None:
             raise NotFoundError(_unknown(ws, run_id, f"the audit of {ws.root}"))
         if (stale := ws.superseded_audit(tx, run)) is not None:
@@ -113,7 +113,7 @@ def merge_and_ingest(
         for packet_id in flight.live((), ws.clock()).held if flight is not None else []:
             if packet_id in failed and packet_id not in reported:
                 failed[packet_id] = (HELD, HELD_TEXT)
-        accepted = tx.run_submissions(run_id)
+        accepted = tx.run_merge_parts(run_id)
         outcome = ingest_run(tx, audit.audit_id, run, packets, failed, config.max_attempts, now, accepted)
         seen = {pid: r for pid, r in (printed or {}).items() if pid in submitted}
         usage: list[dict[str, Any]] = []
@@ -286,7 +286,7 @@ def _run_files(ws: Workspace, run_id: str) -> list[FileRow]:
     """The manifest rows of the files a run's packets cover (one query)."""
     with ws.store.read() as tx:
         run = tx.run(run_id, plan=False)
-        return [] if run is None else tx.run_files(run.audit_id, run_id)
+        return [] if run is None else tx.files_at(run.audit_id, tx.run_paths(run_id))
 
 
 def _unknown(ws: Workspace, run_id: str, what: str) -> str:

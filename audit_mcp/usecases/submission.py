@@ -11,6 +11,7 @@ from typing import Any
 from audit_mcp.core.models import Problem, Receipt
 from audit_mcp.core.text import capped, clean_text, id_problem
 from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json, value_problems
+from audit_mcp.engine.ingest import merge_parts
 from audit_mcp.engine.opinion_validation import ContextValidator, VerifyValidator
 from audit_mcp.engine.validation import PacketValidator
 from audit_mcp.scheduling.leases import superseded_message
@@ -134,7 +135,8 @@ def submit_packet(
             "whole corrected results.",
         )
     payload = {"results": outcome.results, "usage": outcome.usage}
-    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    text = json.dumps(payload, sort_keys=True)  # what is stored, and what the digest is of
+    digest = hashlib.sha256(text.encode()).hexdigest()
     covered = sum(1 for r in outcome.results if r["status"] != "could_not_review")
     kept = sum(len(r.get("findings", [])) for r in outcome.results)
     duplicate = previous is not None and previous[0] == digest
@@ -164,7 +166,9 @@ def submit_packet(
             duplicate = current is not None and current[0] == digest
             replaced = current is not None and not duplicate
             if not duplicate:
-                tx.put_submission(packet_id, run_id, digest, payload, ws.now(), origin)
+                kinds = {c.task_id: c.kind for c in cells}
+                parts = merge_parts(outcome.results, outcome.usage, kinds, (c.path for c in cells))
+                tx.put_submission(packet_id, run_id, digest, text, ws.now(), origin, parts=parts)
                 tx.set_packet_state(packet_id, "submitted")
                 tx.log(
                     now=ws.now(),
