@@ -11,7 +11,7 @@ from audit_mcp.core.errors import ConfigError
 from audit_mcp.store.backends import Store, open_store
 from audit_mcp.store.dialect import to_postgres
 from audit_mcp.store.identity import RepoIdentity, redact, store_kind
-from audit_mcp.store.records import Cell, CellUpdate, FileRow, Matrix, PacketRow, RunRow, Verdict
+from audit_mcp.store.records import Cell, CellBatch, CellUpdate, FileRow, Matrix, PacketRow, RunRow, Verdict
 from audit_mcp.usecases.identity import normalize_remote
 from audit_mcp.usecases.service import AuditService
 
@@ -143,21 +143,27 @@ def test_many_cells_updated_at_once_rows_and_implied_cells_alike_the_last_update
         tx.update_cells(
             audit_id,
             [
-                *(CellUpdate(f"T{n:05d}", "reviewed", "A1-R1", "A1-R1-P01") for n in range(1, 1_001)),
-                CellUpdate("T00007", "not_applicable", "A1-R1", "A1-R1-P01", "generated"),  # replaces its first
+                *(CellUpdate(f"T{n:05d}", "reviewed", "A1-R1", "A1-R1-P01") for n in range(601, 1_001)),
+                CellUpdate("T00007", "not_applicable", "A1-R1", "A1-R1-P01", "generated"),  # wins over its batch
                 CellUpdate("T01050", "pending", None, None, "timeout: try again", 1),
                 CellUpdate("T01150", "failed", None, None, "gave up", 3),  # implied until now
             ],
             NOW,
+            [  # many cells given one state each: applied first, and a later batch wins over an earlier one
+                CellBatch([f"T{n:05d}" for n in range(1, 651)], "not_applicable", "A1-R1", "A1-R1-P01"),
+                CellBatch([f"T{n:05d}" for n in range(1, 601)], "reviewed", "A1-R1", "A1-R1-P01"),
+                CellBatch(["T01160"], "reviewed", "A1-R1", "A1-R1-P01"),  # implied until now
+            ],
         )
     with store.read() as tx:
         assert tx.cell_counts(audit_id) == {
-            "reviewed": 999,
+            "reviewed": 1_000,
             "not_applicable": 1,
             "assigned": 99,
-            "pending": 100,
+            "pending": 99,
             "failed": 1,
         }
+        assert tx.cells_by_id(audit_id, ["T01160"])["T01160"].packet_id == "A1-R1-P01"
         got = tx.cells_by_id(audit_id, ["T00001", "T00007", "T01050", "T01150", "T01151"])
         assert (got["T00001"].state, got["T00001"].packet_id, got["T00001"].reason) == ("reviewed", "A1-R1-P01", None)
         assert (got["T00007"].state, got["T00007"].reason) == ("not_applicable", "generated")

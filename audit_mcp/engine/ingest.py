@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit_mcp.core.models import RequeuedTask
-from audit_mcp.store.records import CellKind, CellState, CellUpdate, PacketRow, RunCell, RunRow, Verdict
+from audit_mcp.store.records import CellBatch, CellKind, CellState, CellUpdate, PacketRow, RunCell, RunRow, Verdict
 from audit_mcp.store.tx import Tx
 
 INVALID_RESULTS = "invalid_results"
@@ -78,6 +78,7 @@ def ingest_run(
     wanted = [r["task_id"] for p in packets if p.packet_id in accepted for r in accepted[p.packet_id]["results"]]
     wanted += [t for p in packets if p.packet_id not in accepted for t in task_ids.get(p.packet_id, [])]
     cells = tx.run_cells(audit_id, wanted) if wanted else {}
+    batches: list[CellBatch] = []
     updates: list[CellUpdate] = []
     states: list[tuple[str, str]] = []
     for packet in packets:
@@ -86,7 +87,7 @@ def ingest_run(
             out.merged += 1
             states.append((packet.packet_id, "merged"))
             plain = submission.get("reviewed", ())
-            updates += [CellUpdate(t, CellState.REVIEWED, run.run_id, packet.packet_id) for t in plain]
+            batches.append(CellBatch(plain, CellState.REVIEWED, run.run_id, packet.packet_id))
             out.covered += len(plain)
             for result in submission["results"]:
                 cell = cells[result["task_id"]]
@@ -124,7 +125,7 @@ def ingest_run(
             why = f"{kind}: {text[: _REASON_CHARS.get(kind, 200)]}"
             out.requeued.append(_requeue(updates, cells[task_id], max_attempts, why, attempt=kind != HELD))
     tx.set_packet_states(states)
-    tx.update_cells(audit_id, updates, now)
+    tx.update_cells(audit_id, updates, now, batches)
     if packets and out.failed == len(packets) and len(signatures) == 1:
         _stop_on_repeat(tx, audit_id, run, signatures.pop())
     return out

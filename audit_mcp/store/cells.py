@@ -10,7 +10,7 @@ import heapq
 from collections.abc import Generator, Iterable, Sequence
 from typing import Any
 
-from audit_mcp.store.records import Cell, CellKind, CellState, CellUpdate, RunCell
+from audit_mcp.store.records import Cell, CellBatch, CellKind, CellState, CellUpdate, RunCell
 from audit_mcp.store.units import UnitQueries
 
 _CELL_COLUMNS = (
@@ -29,6 +29,7 @@ _UPDATE_MANY = (
     " updated_at = ? WHERE audit_id = ? AND task_id IN "
 )
 _BATCH = 500  # task ids bound in one statement (SQLite allows 999 at least)
+_Values = tuple[str, int | None, str | None, str | None, str | None]  # state, attempts, run, packet, reason
 
 
 def _cell(row: Any) -> Cell:
@@ -194,23 +195,28 @@ class CellQueries(UnitQueries):
             found.update((r[0], RunCell(*r)) for r in rows)
         return found
 
-    def update_cells(self, audit_id: int, updates: Iterable[CellUpdate], now: str) -> None:
-        """``update_cell`` for many cells (the last update of a task wins): one statement for each batch of
-        cells given the same values (a packet's reviewed cells share them), and again for implied cells once
-        they have rows."""
-        latest = {u.task_id: u for u in updates}
-        groups: dict[tuple[str, int | None, str | None, str | None, str | None], list[str]] = {}
-        for u in latest.values():
-            groups.setdefault((u.state, u.attempts, u.run_id, u.packet_id, u.reason), []).append(u.task_id)
-        if self._update_groups(audit_id, groups, now) == len(latest):
+    def update_cells(
+        self, audit_id: int, updates: Iterable[CellUpdate], now: str, batches: Iterable[CellBatch] = ()
+    ) -> None:
+        """``update_cell`` for many cells: ``batches`` (many cells, one new state each) and then ``updates``,
+        the last update of a task winning. One statement for each batch of cells given the same values (a
+        packet's reviewed cells share them), and again for implied cells once they have rows."""
+        values: dict[str, _Values] = {}
+        for batch in batches:
+            values.update(dict.fromkeys(batch.task_ids, (batch.state, None, batch.run_id, batch.packet_id, None)))
+        values.update((u.task_id, (u.state, u.attempts, u.run_id, u.packet_id, u.reason)) for u in updates)
+        groups: dict[_Values, list[str]] = {}
+        for task_id, given in values.items():
+            groups.setdefault(given, []).append(task_id)
+        if self._update_groups(audit_id, groups, now) == len(values):
             return  # every cell had its row (a run's cells do): the common case, with no look-up
-        given = set(self.materialize(audit_id, list(latest), now))
-        self._update_groups(audit_id, {k: [t for t in ids if t in given] for k, ids in groups.items()}, now)
+        have = set(self.materialize(audit_id, list(values), now))
+        self._update_groups(audit_id, {k: [t for t in ids if t in have] for k, ids in groups.items()}, now)
 
     def _update_groups(
         self,
         audit_id: int,
-        groups: dict[tuple[str, int | None, str | None, str | None, str | None], list[str]],
+        groups: dict[_Values, list[str]],
         now: str,
     ) -> int:
         """Set each group's values on its cells; the number of rows changed."""

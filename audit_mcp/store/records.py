@@ -6,7 +6,7 @@ they carry are the fixed vocabularies below.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -43,6 +43,16 @@ class RunCell(NamedTuple):
     attempts: int
     kind: str
     subject: str | None
+
+
+class CellBatch(NamedTuple):
+    """Many cells given one new state (attempts unchanged), as ``Tx.update_cells`` writes them: a packet's
+    cells reviewed with nothing more to record."""
+
+    task_ids: Sequence[str]
+    state: str
+    run_id: str
+    packet_id: str
 
 
 @dataclass(frozen=True)
