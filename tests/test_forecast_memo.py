@@ -1,5 +1,6 @@
-"""A long-lived server forecasts from the packing it kept while the store is unchanged, and never past a
-change: a write by another process (a subagent's submission, another host's dispatch) makes it pack again."""
+"""A long-lived server forecasts from the packing it kept while the queue is unchanged, and never past a
+change: a write by another process (another host's dispatch, a merge) makes it pack again; a subagent's
+submission, which only records its packet's answer, does not."""
 
 from __future__ import annotations
 
@@ -67,7 +68,11 @@ def test_forecasts_are_kept_until_the_store_changes_in_any_process(repo: Path, m
         text=True,
         check=True,
     )
+    before = len(packings)
     assert server.status().forecast["open_run_packets_outstanding"] == 2  # type: ignore[index]
+    # A submission only records the packet's answer: the next run is what it was, and is not packed again.
+    assert _forecasts(server) == _forecasts(AuditService(repo))
+    assert len(packings) == before + 1, "one packing, by the fresh service: the server kept its own"
     AuditService(repo).merge_and_ingest(plan["run_id"], [])
     quota, status = _forecasts(server)
     assert (quota, status) == _forecasts(AuditService(repo))

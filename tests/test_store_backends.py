@@ -303,6 +303,22 @@ def test_store_verbs_init_migrate_and_status_on_either_backend(
         assert [r["label"] for r in after["repositories"]] == [after["repository"]]
 
 
+def test_a_write_that_only_records_an_answer_keeps_the_queue_generation(store: Store) -> None:
+    audit_id = _audit(store)
+    with store.read() as tx:
+        (origin, n), queue = tx.generation(), tx.queue_generation()
+    assert queue[0] == origin
+    with store.write() as tx:
+        tx.records_answer_only()
+        tx.log(now=NOW, audit_id=audit_id, actor="subagent", action="submit_packet", detail="P1", outcome="accepted")
+    with store.read() as tx:
+        assert tx.generation() == (origin, n + 1) and tx.queue_generation() == queue
+    with store.write() as tx:
+        tx.log(now=NOW, audit_id=audit_id, actor="engine", action="test", detail="any other write", outcome="ok")
+    with store.read() as tx:
+        assert tx.generation() == (origin, n + 2) and tx.queue_generation() == (origin, queue[1] + 1)
+
+
 def test_every_write_raises_the_generation_and_a_new_database_has_a_new_origin(
     store: Store, store_url: str, tmp_path: Path
 ) -> None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, overload
 
 from audit_mcp.engine.languages import chars_per_token
 from audit_mcp.engine.lenses import RISK_LENSES
@@ -29,7 +30,7 @@ class Unit:
     path: str
     start_line: int
     end_line: int
-    cells: tuple[Cell, ...]
+    cells: Sequence[Cell]
     tokens: int
 
 
@@ -46,28 +47,157 @@ class PacketPlan:
 
 
 def unit_tokens(row: FileRow, start: int, end: int) -> int:
-    share = (end - start + 1) / max(1, row.line_count)
-    return max(1, int(row.size * min(1.0, share) / chars_per_token(row.language)) + 1)
+    return read_tokens((row.language, row.size, row.line_count), start, end)
 
 
-def _units(cells: Sequence[Cell], files: Mapping[str, FileRow], room: int) -> list[Unit]:
+def read_tokens(facts: tuple[str, int, int], start: int, end: int) -> int:
+    """The tokens of reading lines ``start``-``end`` of a file of (language, size in bytes, lines)."""
+    language, size, lines = facts
+    share = (end - start + 1) / max(1, lines)
+    return max(1, int(size * min(1.0, share) / chars_per_token(language)) + 1)
+
+
+def queued_tokens(unit: Queued, files: Mapping[str, FileRow]) -> int:
+    """The tokens of reading a unit of the queue, from its file's facts when it carries them."""
+    facts = unit.facts
+    if facts is None:
+        return unit_tokens(files[unit.path], unit.start_line, unit.end_line)
+    return read_tokens(facts, unit.start_line, unit.end_line)
+
+
+class Queued(Protocol):
+    """One unit of the queue (a file or chunk) with its pending cells: ``count`` of them, built by ``cells()``
+    (by lens) only for a unit that is packed."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def start_line(self) -> int: ...
+    @property
+    def end_line(self) -> int: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def facts(self) -> tuple[str, int, int] | None:
+        """The file's (language, size, lines), or None to look them up in the manifest."""
+        ...
+
+    def cells(self) -> Sequence[Cell]: ...
+    def lenses(self) -> Sequence[str]:
+        """The lens of each of ``cells()``, in that order, without building them."""
+        ...
+
+
+class Group:
+    """Cells of one unit, already built: a ``Queued`` for cells given as a list."""
+
+    __slots__ = ("_cells", "count", "end_line", "path", "start_line")
+    facts = None
+
+    def __init__(self, path: str, start_line: int, end_line: int, cells: list[Cell]) -> None:
+        self.path, self.start_line, self.end_line = path, start_line, end_line
+        self._cells = cells
+        self.count = len(cells)
+
+    def cells(self) -> list[Cell]:
+        return self._cells
+
+    def lenses(self) -> list[str]:
+        return [c.lens for c in self._cells]
+
+
+class UnitCells(Sequence[Cell]):
+    """The cells of a packed unit (or of the part of its lenses a packet takes): counted and named by lens at
+    once, built on first use. Dispatch and the prompts read them; a forecast only counts them."""
+
+    __slots__ = ("_begin", "_built", "_end", "_queued")
+
+    def __init__(self, queued: Queued, begin: int, end: int) -> None:
+        self._queued, self._begin, self._end = queued, begin, end
+        self._built: tuple[Cell, ...] | None = None
+
+    def _cells(self) -> tuple[Cell, ...]:
+        if self._built is None:
+            self._built = tuple(self._queued.cells()[self._begin : self._end])
+        return self._built
+
+    def lenses(self) -> Sequence[str]:
+        return self._queued.lenses()[self._begin : self._end]
+
+    def __len__(self) -> int:
+        return self._end - self._begin
+
+    @overload
+    def __getitem__(self, index: int) -> Cell: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Cell]: ...
+    def __getitem__(self, index: int | slice) -> Cell | Sequence[Cell]:
+        return self._cells()[index]
+
+    def __iter__(self) -> Iterator[Cell]:
+        return iter(self._cells())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return self._cells() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._cells())
+
+    def __repr__(self) -> str:
+        return repr(self._cells())
+
+
+def _lenses(cells: Sequence[Cell]) -> Sequence[str]:
+    return cells.lenses() if isinstance(cells, UnitCells) else [c.lens for c in cells]
+
+
+def group_cells(cells: Iterable[Cell]) -> list[Group]:
+    """``cells`` by unit, in path order, each unit's by lens."""
     grouped: dict[tuple[str, int, int], list[Cell]] = defaultdict(list)
     for cell in cells:
         grouped[(cell.path, cell.start_line, cell.end_line)].append(cell)
-    units = []
+    out = []
     for (path, start, end), group in sorted(grouped.items()):
         group.sort(key=lambda c: c.lens)
-        read = unit_tokens(files[path], start, end)
+        out.append(Group(path, start, end, group))
+    return out
+
+
+@dataclass(slots=True)
+class _Slot:
+    """A unit, or the part of its lenses that fits one packet, before its cells are built."""
+
+    path: str
+    queued: Queued
+    begin: int
+    end: int
+    tokens: int
+
+    @property
+    def count(self) -> int:
+        return self.end - self.begin
+
+    def unit(self) -> Unit:
+        q = self.queued
+        return Unit(q.path, q.start_line, q.end_line, UnitCells(q, self.begin, self.end), self.tokens)
+
+
+def _slots(queue: Sequence[Queued], files: Mapping[str, FileRow], room: int) -> list[_Slot]:
+    slots = []
+    for q in sorted(queue, key=lambda q: (q.path, q.start_line, q.end_line)):
+        read = queued_tokens(q, files)
         # All lenses of a file share one read, unless that does not fit: then the lenses are split up.
         per_unit = max(1, (room - read) // TOKENS_PER_TASK)
-        for i in range(0, len(group), per_unit):
-            part = group[i : i + per_unit]
-            units.append(Unit(path, start, end, tuple(part), read + TOKENS_PER_TASK * len(part)))
-    return units
+        for i in range(0, q.count, per_unit):
+            n = min(per_unit, q.count - i)
+            slots.append(_Slot(q.path, q, i, i + n, read + TOKENS_PER_TASK * n))
+    return slots
 
 
 def _tier(units: Sequence[Unit], tokens: int, budget: int) -> tuple[str, str]:
-    lenses = {c.lens for u in units for c in u.cells}
+    lenses = {lens for u in units for lens in _lenses(u.cells)}
     risky = sorted(lenses & RISK_LENSES)
     lines = sum(u.end_line - u.start_line + 1 for u in units)
     if risky and (tokens > budget * 0.6 or lines > 1_500):
@@ -88,15 +218,29 @@ def pack(
     prefix_tokens: int,
     limit: int | None = None,
 ) -> list[PacketPlan]:
-    """Group ``cells`` into packets whose estimate (prompt prefix included) fits ``budget``; with ``limit``, the
-    first ``limit`` of them only (each packet is filled before the next starts, so they are the same).
+    """Group ``cells`` into packets (``pack_units``)."""
+    return pack_units(group_cells(cells), files, edges, budget=budget, prefix_tokens=prefix_tokens, limit=limit)
+
+
+def pack_units(
+    queue: Sequence[Queued],
+    files: Mapping[str, FileRow],
+    edges: Sequence[tuple[str, str]],
+    *,
+    budget: int,
+    prefix_tokens: int,
+    limit: int | None = None,
+) -> list[PacketPlan]:
+    """Pack the queue's units into packets whose estimate (prompt prefix included) fits ``budget``; with
+    ``limit``, the first ``limit`` of them only (each packet is filled before the next starts, so they are the
+    same). Cells are built only for the units packed.
 
     A single unit bigger than the budget still gets a packet of its own (the
     caller chunks files, so this only happens with tiny budgets) and is marked
     ``deep``.
     """
     room = max(1, budget - prefix_tokens)
-    units = _units(cells, files, room)
+    units = _slots(queue, files, room)
     by_path: dict[str, list[int]] = defaultdict(list)
     for i, unit in enumerate(units):
         by_path[unit.path].append(i)
@@ -130,7 +274,7 @@ def pack(
                 if not ((same_dir or misses >= 8) and builder.offer(scan)):
                     misses += 1
             scan += 1
-        chosen_units = tuple(units[i] for i in sorted(builder.chosen))
+        chosen_units = tuple(units[i].unit() for i in sorted(builder.chosen))
         estimate = prefix_tokens + builder.used
         tier, reason = _tier(chosen_units, estimate, budget)
         if estimate > budget:
@@ -143,7 +287,7 @@ class _Builder:
     """One packet being filled."""
 
     def __init__(
-        self, units: Sequence[Unit], assigned: list[bool], neighbours: Mapping[str, set[str]], room: int
+        self, units: Sequence[_Slot], assigned: list[bool], neighbours: Mapping[str, set[str]], room: int
     ) -> None:
         self.units, self.assigned, self.neighbours, self.room = units, assigned, neighbours, room
         self.chosen: list[int] = []
@@ -157,7 +301,7 @@ class _Builder:
         new_file = unit.path not in self.paths
         return (
             self.used + unit.tokens <= self.room
-            and self.tasks + len(unit.cells) <= MAX_TASKS_PER_PACKET
+            and self.tasks + unit.count <= MAX_TASKS_PER_PACKET
             and (not new_file or len(self.paths) < MAX_FILES_PER_PACKET)
         )
 
@@ -172,7 +316,7 @@ class _Builder:
         self.assigned[i] = True
         self.chosen.append(i)
         self.used += unit.tokens
-        self.tasks += len(unit.cells)
+        self.tasks += unit.count
         if unit.path not in self.paths:
             self.paths.add(unit.path)
             self.frontier.extend(sorted(self.neighbours.get(unit.path, set()) - self.paths))

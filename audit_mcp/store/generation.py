@@ -1,8 +1,11 @@
-"""The store's generation: a number every write transaction raises as it commits.
+"""The store's generations: numbers write transactions raise as they commit.
 
-Whatever is computed from a read of the store alone (a forecast packs the next run from the queue, the
-manifest and the import graph) stays true while the generation is the one it was read at, in any process:
-every change, whichever host or process makes it, commits through a write transaction.
+``n`` moves with every write transaction. ``q``, the queue's generation, moves with every write transaction
+except one that said it only records a packet's answer (``Tx.records_answer_only``: the submission, the
+packet's state, its claim, the log), which changes nothing a forecast reads. Whatever is computed from a read
+of the queue, the manifest, the import graph, the runs and the cells (a forecast packs the next run from them)
+stays true while ``q`` is the one it was read at, in any process or host: every change commits through a write
+transaction, and only those that declare they leave all of it alone keep ``q``.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import uuid
 from typing import Any
 
 GENERATION_MIGRATION = "0014_generation"
-BUMP = "UPDATE generation SET n = n + 1 WHERE id = 1"
+_BUMP = "UPDATE generation SET n = n + 1, q = q + 1 WHERE id = 1"
+_BUMP_ANSWER = "UPDATE generation SET n = n + 1 WHERE id = 1"
 # Run after the migrations: the first store to see the table names its origin.
 ORIGIN = "UPDATE generation SET origin = ? WHERE id = 1 AND origin = ''"
 
@@ -22,9 +26,24 @@ def new_origin() -> str:
 
 class GenerationQueries:
     conn: Any
+    answer_only = False
 
     def generation(self) -> tuple[str, int]:
         """The store's origin and the generation this transaction reads; read it before what it keys, so what
         follows is at least that new."""
         row = self.conn.execute("SELECT origin, n FROM generation WHERE id = 1").fetchone()
         return (str(row[0]), int(row[1])) if row is not None else ("", -1)
+
+    def queue_generation(self) -> tuple[str, int]:
+        """The store's origin and the queue's generation this transaction reads (see the module)."""
+        row = self.conn.execute("SELECT origin, q FROM generation WHERE id = 1").fetchone()
+        return (str(row[0]), int(row[1])) if row is not None else ("", -1)
+
+    def records_answer_only(self) -> None:
+        """Say that this write transaction records a packet's answer and nothing else (the submission, the
+        packet's state, claims, the log): it keeps the queue's generation, so forecasts are not packed again."""
+        self.answer_only = True
+
+    def bump(self) -> str:
+        """The statement that raises the generations as this write transaction commits."""
+        return _BUMP_ANSWER if self.answer_only else _BUMP

@@ -356,6 +356,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE runs_lean RENAME TO runs
         """,
     ),
+    (
+        # The queue's generation (store.generation): raised by every write transaction but those that only
+        # record a packet's answer, so a forecast stays kept while subagents submit.
+        "0018_queue_generation",
+        """
+        ALTER TABLE generation ADD COLUMN q BIGINT NOT NULL DEFAULT 0
+        """,
+    ),
 )
 
 

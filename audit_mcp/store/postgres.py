@@ -23,7 +23,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from audit_mcp.core.errors import StateError
 from audit_mcp.store.dialect import TEXT_ORDER, to_postgres
-from audit_mcp.store.generation import BUMP, GENERATION_MIGRATION, ORIGIN, new_origin
+from audit_mcp.store.generation import GENERATION_MIGRATION, ORIGIN, new_origin
 from audit_mcp.store.identity import RepoIdentity, redact
 from audit_mcp.store.migrations import MIGRATIONS, split_sql
 from audit_mcp.store.queries import Cursor
@@ -211,8 +211,9 @@ class PostgresStore:
         success, rolled back on any error."""
         with self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock,))
-            yield Tx(PgConnection(conn), "postgresql")
-            conn.execute(BUMP)  # after every other writer of the repository, so the row is never contended
+            tx = Tx(PgConnection(conn), "postgresql")
+            yield tx
+            conn.execute(tx.bump())  # after every other writer of the repository, so the row is never contended
 
     @contextmanager
     def claim(self) -> Iterator[Tx]:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from audit_mcp.store.generation import BUMP, GENERATION_MIGRATION, ORIGIN, new_origin
+from audit_mcp.store.generation import GENERATION_MIGRATION, ORIGIN, new_origin
 from audit_mcp.store.migrations import MIGRATIONS, split_sql
 from audit_mcp.store.tx import Tx
 
@@ -142,8 +142,9 @@ class Store:
         with self._connection() as conn:
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                yield Tx(conn)
-                conn.execute(BUMP)
+                tx = Tx(conn)
+                yield tx
+                conn.execute(tx.bump())
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:

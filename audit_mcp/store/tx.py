@@ -1,8 +1,8 @@
 """One transaction's queries: every aggregate's, on one connection.
 
 All of the project's SQL lives in this package, split by aggregate: audits and
-their files (``audits``), the coverage matrix (``cells``), runs, packets and
-submissions (``runs``), what a run in flight was scheduled for and the failures reported
+their files (``audits``), the coverage matrix (``cells``) and its queue read unit by unit (``queue``), runs,
+packets and submissions (``runs``), what a run in flight was scheduled for and the failures reported
 while it runs (``inflight``), findings, failures and leads (``findings``), the threat model, verdicts and
 runtime evidence (``opinions``), the ledger (``ledger``), requeue requests (``requeues``) and packet claims
 (``claims``). SQL stays portable.
@@ -18,6 +18,7 @@ from audit_mcp.store.generation import GenerationQueries
 from audit_mcp.store.inflight import InflightQueries
 from audit_mcp.store.ledger import LedgerQueries
 from audit_mcp.store.opinions import OpinionQueries
+from audit_mcp.store.queue import QueueQueries
 from audit_mcp.store.requeues import RequeueQueries
 from audit_mcp.store.runs import RunQueries
 
@@ -25,6 +26,7 @@ from audit_mcp.store.runs import RunQueries
 class Tx(
     AuditQueries,
     CellQueries,
+    QueueQueries,
     RunQueries,
     InflightQueries,
     FindingQueries,

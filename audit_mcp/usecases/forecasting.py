@@ -94,7 +94,7 @@ def plan_next_run(
 
     ``provider`` overrides the one the model implies, for ``quota_status(provider=...)``; dispatch never does.
     ``reuse``: a forecast takes the packing of the last forecast when nothing it reads has changed since (the
-    store's generation, the audit, the budget, the run's size, the config); dispatch always packs afresh, with
+    queue's generation, the audit, the budget, the run's size, the config); dispatch always packs afresh, with
     the prompts to write.
     """
     limits, learned, key, settings = pacing(ws, config, caps, provider)
@@ -105,7 +105,7 @@ def plan_next_run(
     if reuse:
         packed, prefix, specs = ws.memo.get(
             "next_run_packing",
-            (tx.generation(), audit.audit_id, run_id, budget, limit, config.model_dump_json()),
+            (tx.queue_generation(), audit.audit_id, run_id, budget, limit, config.model_dump_json()),
             lambda: _for_forecast(*_packing(ws, tx, audit, config, budget, limit, run_id)),
             # The context packet's size comes from the repository's files as they are on disk, not the store.
             keep=lambda packing: packing[0].kind != CellKind.CONTEXT.value,

@@ -1,8 +1,9 @@
-"""Results computed from one read of the store, kept while the store's generation stands.
+"""Results computed from one read of the store, kept while the queue's generation stands.
 
 A forecast packs the next run from the queue, the manifest and the import graph: all of it store state, so
-the packing holds until a write transaction commits (``store.generation``), in this process or any other.
-``status`` and ``quota`` between two changes then cost the reads of counts, not a packing of the whole run.
+the packing holds until a write transaction that may change it commits (``store.generation``: any write but
+one that only records a packet's answer), in this process or any other. ``status`` and ``quota`` between two
+such changes then cost the reads of counts, not a packing of the whole run, while subagents submit.
 """
 
 from __future__ import annotations
@@ -39,22 +40,26 @@ class Memo:
 class Counts(Protocol):
     """The store's cell counts (``Tx``): coverage by state, by kind and state, review cells by lens and state."""
 
-    def generation(self) -> tuple[str, int]: ...
+    def queue_generation(self) -> tuple[str, int]: ...
     def cell_counts(self, audit_id: int) -> dict[str, int]: ...
     def cell_counts_by_kind(self, audit_id: int) -> dict[str, dict[str, int]]: ...
     def cell_counts_by_lens(self, audit_id: int) -> dict[str, dict[str, int]]: ...
 
 
 def cell_counts(memo: Memo, tx: Counts, audit_id: int) -> dict[str, int]:
-    """``tx.cell_counts``, read once per generation (status, quota and the forecast all ask for it)."""
-    return dict(memo.get("cell_counts", (tx.generation(), audit_id), lambda: tx.cell_counts(audit_id)))
+    """``tx.cell_counts``, read once per queue generation (status, quota and the forecast all ask for it)."""
+    return dict(memo.get("cell_counts", (tx.queue_generation(), audit_id), lambda: tx.cell_counts(audit_id)))
 
 
 def cell_counts_by_kind(memo: Memo, tx: Counts, audit_id: int) -> dict[str, dict[str, int]]:
-    counted = memo.get("cell_counts_by_kind", (tx.generation(), audit_id), lambda: tx.cell_counts_by_kind(audit_id))
+    counted = memo.get(
+        "cell_counts_by_kind", (tx.queue_generation(), audit_id), lambda: tx.cell_counts_by_kind(audit_id)
+    )
     return {k: dict(v) for k, v in counted.items()}
 
 
 def cell_counts_by_lens(memo: Memo, tx: Counts, audit_id: int) -> dict[str, dict[str, int]]:
-    counted = memo.get("cell_counts_by_lens", (tx.generation(), audit_id), lambda: tx.cell_counts_by_lens(audit_id))
+    counted = memo.get(
+        "cell_counts_by_lens", (tx.queue_generation(), audit_id), lambda: tx.cell_counts_by_lens(audit_id)
+    )
     return {k: dict(v) for k, v in counted.items()}

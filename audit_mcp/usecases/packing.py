@@ -18,7 +18,7 @@ from audit_mcp.engine.lenses import resolve_lenses
 from audit_mcp.engine.opinion_packets import context_plan, pack_verifications
 from audit_mcp.engine.opinion_prompts import VerifyTask, render_context_prompt, render_verify_prompt, verify_prefix
 from audit_mcp.engine.packet_prompts import estimate_tokens, packet_prompt_prefix, render_packet_prompt
-from audit_mcp.engine.packets import PacketPlan, pack
+from audit_mcp.engine.packets import PacketPlan, pack_units
 from audit_mcp.findings.leads import leads_in
 from audit_mcp.store.records import AuditRow, Cell, CellKind, CellState, FileRow, Lead
 from audit_mcp.store.tx import Tx
@@ -47,7 +47,6 @@ class Packed:
     # Verify cells whose finding is no longer reported: dispatch settles them, a forecast leaves them out.
     stale: list[Cell] = field(default_factory=list)
     files: Mapping[str, FileRow] = field(default_factory=dict)
-    edges: ImportGraph = field(default_factory=lambda: ImportGraph([]))
 
 
 def next_kind(tx: Tx, audit_id: int) -> CellKind:
@@ -76,17 +75,24 @@ def pack_next(
 def _review(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, prefix: str) -> Packed:
     files = tx.files_in_order(audit.audit_id)  # only the files the head of the queue reaches are read
     prefix_tokens = estimate_tokens(prefix)
-    queue = tx.iter_cells(audit.audit_id, CellState.PENDING, CellKind.REVIEW)
+    queue = tx.queue_units(audit.audit_id)
     try:
         pending = head_of_queue(queue, files, packets=limit, room=max(1, budget - prefix_tokens))
     finally:
         queue.close()
-    # The edges with an end in the head: all that packing and the prompts' import context read, indexed once
-    # for every packet's prompt.
-    edges = ImportGraph(tx.edges_touching(audit.audit_id, {c.path for c in pending}))
+    # Packing follows the edges between files of the head; an edge to a file outside it leads nowhere.
+    between = tx.edges_between(audit.audit_id, {u.path for u in pending})
     # A run stays small enough for the host to read its step; the rest waits for the next run.
-    out = Packed(CellKind.REVIEW.value, files=files, edges=edges)
-    out.plans = pack(pending, files, edges, budget=budget, prefix_tokens=prefix_tokens, limit=limit)
+    out = Packed(CellKind.REVIEW.value, files=files)
+    out.plans = pack_units(pending, files, between, budget=budget, prefix_tokens=prefix_tokens, limit=limit)
+    graph: list[ImportGraph] = []  # the edges touching the run's files, read once by the first prompt rendered
+
+    def edges() -> ImportGraph:
+        if not graph:
+            paths = {u.path for plan in out.plans for u in plan.units}
+            graph.append(ImportGraph(tx.edges_touching(audit.audit_id, paths)))
+        return graph[0]
+
     unjudged: list[list[Lead]] = []  # the open leads, read once by the first prompt rendered
 
     def open_leads() -> list[Lead]:
@@ -110,7 +116,7 @@ def _review(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, pre
                 packet_id=packet_id,
                 plan=plan,
                 files=files,
-                edges=edges,
+                edges=edges(),
                 root=ws.root,
                 artifacts_dir=ws.artifacts_dir,
                 results_path=results_path,

@@ -60,7 +60,9 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
             open_id = next((r.run_id for r in tx.runs(audit.audit_id, plan=False) if r.state == "open"), None)
             if open_id is not None:
                 submitted = set(tx.submitted_packet_ids(open_id))
-                order = ws.memo.get("launch_order", (tx.generation(), open_id), lambda: _launch_order(tx, open_id))
+                order = ws.memo.get(
+                    "launch_order", (tx.queue_generation(), open_id), lambda: _launch_order(tx, open_id)
+                )
                 open_order = [p for p in order if p not in submitted]
                 out = [p for p in tx.packets(open_id) if p.packet_id not in submitted]
                 outstanding_tokens, outstanding_packets = sum(p.estimated_tokens for p in out), len(out)

@@ -74,7 +74,7 @@ def status_view(ws: Workspace) -> StatusView:
         )
         gap_cells = tx.cells(audit.audit_id, [CellState.FAILED, CellState.SKIPPED])
         skipped = ws.memo.get(
-            "skipped_files", (tx.generation(), audit.audit_id), lambda: tx.files(audit.audit_id, scope="skipped")
+            "skipped_files", (tx.queue_generation(), audit.audit_id), lambda: tx.files(audit.audit_id, scope="skipped")
         )
         open_run = next((r for r in runs if r["state"] == "open"), None)
         remembered = audit.host_caps

@@ -144,6 +144,7 @@ def submit_packet(
         return _dry_run(run_id, packet_id, previous is not None and not duplicate, duplicate, warnings, outcome.results)
     if not duplicate:
         with ws.store.write() as tx:
+            tx.records_answer_only()  # the queue, the manifest and the runs stay as they are: forecasts hold
             run_now = tx.run(run_id, plan=False)
             if run_now is not None and (stale := ws.superseded_audit(tx, run_now)) is not None:
                 return _refuse(run_id, packet_id, "/run_id", stale)
