@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from audit_mcp.core.errors import AuditError, ConfigError, NotFoundError, PathError, StateError
 from audit_mcp.core.version import __version__
-from audit_mcp.usecases.service import AuditService
+
+if TYPE_CHECKING:
+    from audit_mcp.usecases.service import AuditService
 
 __all__ = [
     "AuditError",
@@ -15,3 +19,13 @@ __all__ = [
     "StateError",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The service (every use case, and what they import) is loaded when it is first asked for, so a command
+    # line verb loads only the modules it uses.
+    if name == "AuditService":
+        from audit_mcp.usecases.service import AuditService
+
+        return AuditService
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -128,6 +128,10 @@ def render_context_prompt(
     )
 
 
+# The severity a pair task's verifier is shown as claimed: a pair of findings has no single one.
+PAIR = "pair"
+
+
 @dataclass(frozen=True)
 class VerifyTask:
     """One verification task: its cell and the finding (or the two findings of a doubtful pair) it checks.

@@ -27,9 +27,9 @@ from audit_mcp.engine.checks import (
 )
 from audit_mcp.engine.inputs import Usage, shape_problems
 from audit_mcp.engine.opinion_inputs import MESSAGES, ContextResult, VerifyResult
+from audit_mcp.engine.opinion_prompts import PAIR
 from audit_mcp.store.records import Cell
 
-PAIR = "pair"
 _NAMES = frozenset({"file", "path", "paths", "task_id"})
 _PART_LISTS = ("development_only", "test_only", "deprecated")
 

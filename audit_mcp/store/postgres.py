@@ -23,7 +23,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from audit_mcp.core.errors import StateError
 from audit_mcp.store.dialect import TEXT_ORDER, to_postgres
-from audit_mcp.store.generation import GENERATION_MIGRATION, ORIGIN, new_origin
+from audit_mcp.store.generation import GENERATION_MIGRATION, ORIGIN, QUEUE_GENERATION_MIGRATION, new_origin
 from audit_mcp.store.identity import RepoIdentity, redact
 from audit_mcp.store.migrations import MIGRATIONS, split_sql
 from audit_mcp.store.queries import Cursor
@@ -105,6 +105,7 @@ class PostgresStore:
         self.schema = schema_for(identity)
         self.location = f"{redact(url)} (schema {self.schema}, {identity.label})"
         self._lock = _lock_key(self.schema)
+        self._queue = any(name == QUEUE_GENERATION_MIGRATION for name, _ in migrations)
         self.pool = ConnectionPool(
             url,
             min_size=0,
@@ -213,7 +214,9 @@ class PostgresStore:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock,))
             tx = Tx(PgConnection(conn), "postgresql")
             yield tx
-            conn.execute(tx.bump())  # after every other writer of the repository, so the row is never contended
+            conn.execute(
+                tx.bump(queue=self._queue)
+            )  # after every other writer of the repository, so the row is never contended
 
     @contextmanager
     def claim(self) -> Iterator[Tx]:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from audit_mcp.store.generation import GENERATION_MIGRATION, ORIGIN, new_origin
+from audit_mcp.store.generation import GENERATION_MIGRATION, ORIGIN, QUEUE_GENERATION_MIGRATION, new_origin
 from audit_mcp.store.migrations import MIGRATIONS, split_sql
 from audit_mcp.store.tx import Tx
 
@@ -66,6 +66,7 @@ class Store:
         self.location = str(self.path)
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._queue = any(name == QUEUE_GENERATION_MIGRATION for name, _ in migrations)
         if migrate:  # (``False``: only to look, as ``audit-mcp store status`` does)
             artifacts_dir.mkdir(parents=True, exist_ok=True)
             self._migrate(migrations)
@@ -144,7 +145,7 @@ class Store:
                 conn.execute("BEGIN IMMEDIATE")
                 tx = Tx(conn)
                 yield tx
-                conn.execute(tx.bump())
+                conn.execute(tx.bump(queue=self._queue))
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:

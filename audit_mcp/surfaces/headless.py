@@ -27,14 +27,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, TextIO
 
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.core.models import Step
 from audit_mcp.scheduling.failures import classify
 from audit_mcp.scheduling.worker_output import WorkerReport, describe, read_worker_output
 from audit_mcp.surfaces.workers import (
+    WORKER_MODES,
     Worker,
+    WorkerMode,
     current_output,
     fill_template,
     launch,
@@ -51,9 +53,7 @@ __all__ = ["HeadlessResult", "HeadlessRunner", "fill_template", "interrupt_on_si
 
 EXIT_COMPLETE, EXIT_PARTIAL, EXIT_BLOCKED = 0, 3, 4
 CLIENT_NAME = "audit-mcp-run"
-WorkerMode = Literal["submit", "file"]
 _REFUSED_FILE = "the worker's results file"
-WORKER_MODES: tuple[WorkerMode, ...] = ("submit", "file")
 
 Say = Callable[[str], None]
 Sleep = Callable[[float], None]

@@ -18,7 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+# How a worker hands its results back: it runs `audit-mcp submit-packet`, or only writes its results file.
+WorkerMode = Literal["submit", "file"]
+WORKER_MODES: tuple[WorkerMode, ...] = ("submit", "file")
 
 FIELDS = ("prompt_path", "run_id", "packet_id", "root", "dispatch_plan", "results_path")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(FIELDS) + r")\}")

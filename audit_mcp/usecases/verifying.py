@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit_mcp.core.config import SessionConfig
-from audit_mcp.engine.opinion_prompts import VerifyTask
-from audit_mcp.engine.opinion_validation import PAIR
+from audit_mcp.engine.opinion_prompts import PAIR, VerifyTask
 from audit_mcp.findings.synthesis import SEVERITY_RANK, Finding, Synthesis, synthesize
 from audit_mcp.store.records import Cell, CellKind, CellState, VerdictRow
 from audit_mcp.store.tx import Tx

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel
 
@@ -16,7 +16,10 @@ from audit_mcp.core.escape import terminal
 from audit_mcp.core.fs import read_capped
 from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json
 from audit_mcp.surfaces.cli.exits import EXIT_USAGE
-from audit_mcp.usecases.service import AuditService
+
+if TYPE_CHECKING:
+    from audit_mcp.usecases.service import AuditService
+    from audit_mcp.usecases.workspace import Workspace
 
 Handler = Callable[[argparse.Namespace], int]
 Subparsers = Any  # argparse's _SubParsersAction is private; its add_parser is all the verb modules use
@@ -73,7 +76,24 @@ def verb(
 
 
 def service_for(args: argparse.Namespace) -> AuditService:
+    # Imported here: a verb loads the service, and every use case with it, only when it runs.
+    from audit_mcp.usecases.service import AuditService
+
     return AuditService(
+        args.root or Path.cwd(),
+        args.artifacts_dir,
+        config_path=args.config,
+        store=args.store,
+        audit_name=args.audit_name,
+    )
+
+
+def workspace_for(args: argparse.Namespace) -> Workspace:
+    """The audit's workspace alone, for a verb that calls one use case: it loads that one, not the service's
+    every use case (``quota`` and ``status`` start in a fraction of the time)."""
+    from audit_mcp.usecases.workspace import Workspace
+
+    return Workspace(
         args.root or Path.cwd(),
         args.artifacts_dir,
         config_path=args.config,

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from audit_mcp.core.errors import ConfigError
-from audit_mcp.core.models import FileReceipt
 from audit_mcp.surfaces.cli.common import Subparsers, emit, service_for, verb
 from audit_mcp.surfaces.cli.exits import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED
-from audit_mcp.usecases.result_files import batch_files
+
+if TYPE_CHECKING:
+    from audit_mcp.core.models import FileReceipt
 
 
 def register(sub: Subparsers) -> None:
@@ -47,6 +49,8 @@ def _files(args: argparse.Namespace) -> list[Path]:
         return [args.results]
     if args.packet_id:
         raise ConfigError("--packet-id names the packet of one file; use it with --results FILE")
+    from audit_mcp.usecases.result_files import batch_files
+
     return batch_files(args.batch_results_dir)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from audit_mcp.surfaces.cli.common import Subparsers, service_for, verb
 from audit_mcp.surfaces.cli.exits import EXIT_OK
-from audit_mcp.surfaces.headless import WORKER_MODES
+from audit_mcp.surfaces.workers import WORKER_MODES
 
 
 def register(sub: Subparsers) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from audit_mcp.surfaces.cli.common import Subparsers, emit, verb
 from audit_mcp.surfaces.cli.exits import EXIT_OK
-from audit_mcp.usecases.store_admin import store_command
 
 _HELP = {
     "init": "create the store (for PostgreSQL: its schemas) and apply every migration",
@@ -22,6 +21,8 @@ def register(sub: Subparsers) -> None:
 
 
 def _store(args: argparse.Namespace) -> int:
+    from audit_mcp.usecases.store_admin import store_command
+
     emit(
         store_command(
             args.action,

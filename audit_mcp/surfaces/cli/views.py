@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from audit_mcp.surfaces.cli.common import Subparsers, emit, service_for, verb
+from audit_mcp.surfaces.cli.common import Subparsers, emit, service_for, verb, workspace_for
 from audit_mcp.surfaces.cli.exits import EXIT_OK
 
 
@@ -37,12 +37,16 @@ def register(sub: Subparsers) -> None:
 
 
 def _quota(args: argparse.Namespace) -> int:
-    emit(service_for(args).quota(args.host_model, args.provider))
+    from audit_mcp.usecases.quota import quota_view  # the use case alone: the service's others are not loaded
+
+    emit(quota_view(workspace_for(args), args.host_model, args.provider))
     return EXIT_OK
 
 
 def _status(args: argparse.Namespace) -> int:
-    view = service_for(args).status()
+    from audit_mcp.usecases.status import status_view
+
+    view = status_view(workspace_for(args))
     if args.table or (not args.json and sys.stdout.isatty()):
         from audit_mcp.surfaces.status_table import render_status
 

@@ -1,0 +1,60 @@
+"""The command line loads what a verb uses: ``--version`` no use case, ``quota`` and ``status`` their own and
+not the service's others (merge, submission, report), and they answer as the service does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from audit_mcp.usecases.service import AuditService
+
+_PROBE = """
+import json, sys
+from audit_mcp.surfaces.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "loaded": sorted(m for m in sys.modules if m.startswith("audit_mcp"))}),
+      file=sys.stderr)
+"""
+_OTHER_USE_CASES = (
+    "audit_mcp.usecases.service",
+    "audit_mcp.usecases.merging",
+    "audit_mcp.usecases.submission",
+    # The validation of answers (and their input models): a forecast and a status validate nothing.
+    "audit_mcp.engine.opinion_validation",
+)
+
+
+def _run(*argv: str) -> tuple[str, set[str]]:
+    proc = subprocess.run([sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, check=False)
+    probe = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert probe["code"] == 0, proc.stderr
+    return proc.stdout, set(probe["loaded"])
+
+
+def test_version_loads_no_use_case() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from audit_mcp.surfaces.cli import parser; print(sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "audit_mcp.usecases.workspace" not in proc.stdout and "audit_mcp.usecases.service" not in proc.stdout
+
+
+def test_quota_and_status_load_their_own_use_case_only_and_answer_as_the_service(repo: Path) -> None:
+    service = AuditService(repo)
+    assert service.next_step({"can_dispatch_subagents": True}).step_kind
+    at = ("--root", str(repo))
+    out, loaded = _run("quota", *at)
+    assert "audit_mcp.usecases.quota" in loaded and not loaded & set(_OTHER_USE_CASES), loaded
+    quota = json.loads(out)
+    expected = json.loads(service.quota().model_dump_json())
+    assert quota["forecast"] == expected["forecast"]
+    assert quota["packet_budget_tokens"] == expected["packet_budget_tokens"]
+    out, loaded = _run("status", "--json", *at)
+    assert "audit_mcp.usecases.status" in loaded and not loaded & set(_OTHER_USE_CASES), loaded
+    status = json.loads(out)
+    expected = json.loads(service.status().model_dump_json())
+    assert status["coverage"] == expected["coverage"] and status["forecast"] == expected["forecast"]
