@@ -303,6 +303,17 @@ def test_store_verbs_init_migrate_and_status_on_either_backend(
         assert [r["label"] for r in after["repositories"]] == [after["repository"]]
 
 
+def test_a_runs_launch_order_is_read_out_of_its_plan(store: Store) -> None:
+    audit_id = _audit(store)
+    order = ["A1-R1-P02", "A1-R1-P01"]
+    with store.write() as tx:
+        tx.insert_run(RunRow("A1-R1", audit_id, 1, "dispatch", "open", NOW, None, 2, {"launch_order": order}))
+        tx.insert_run(RunRow("A1-R2", audit_id, 2, "dispatch", "open", NOW, None, 2, {"waves": []}))
+    with store.read() as tx:
+        assert tx.launch_order("A1-R1") == order
+        assert tx.launch_order("A1-R2") == [] and tx.launch_order("A1-R9") == []
+
+
 def test_a_write_that_only_records_an_answer_keeps_the_queue_generation(store: Store) -> None:
     audit_id = _audit(store)
     with store.read() as tx:

@@ -165,19 +165,14 @@ def group_cells(cells: Iterable[Cell]) -> list[Group]:
     return out
 
 
-@dataclass(slots=True)
 class _Slot:
     """A unit, or the part of its lenses that fits one packet, before its cells are built."""
 
-    path: str
-    queued: Queued
-    begin: int
-    end: int
-    tokens: int
+    __slots__ = ("begin", "count", "end", "path", "queued", "tokens")
 
-    @property
-    def count(self) -> int:
-        return self.end - self.begin
+    def __init__(self, queued: Queued, begin: int, end: int, tokens: int) -> None:
+        self.path, self.queued, self.begin, self.end, self.tokens = queued.path, queued, begin, end, tokens
+        self.count = end - begin
 
     def unit(self) -> Unit:
         q = self.queued
@@ -192,7 +187,7 @@ def _slots(queue: Sequence[Queued], files: Mapping[str, FileRow], room: int) -> 
         per_unit = max(1, (room - read) // TOKENS_PER_TASK)
         for i in range(0, q.count, per_unit):
             n = min(per_unit, q.count - i)
-            slots.append(_Slot(q.path, q, i, i + n, read + TOKENS_PER_TASK * n))
+            slots.append(_Slot(q, i, i + n, read + TOKENS_PER_TASK * n))
     return slots
 
 
@@ -249,6 +244,8 @@ def pack_units(
         neighbours[src].add(dst)
         neighbours[dst].add(src)
     folders = [posixpath.dirname(u.path) for u in units]  # read at every step of the scan below
+    tokens = [u.tokens for u in units]
+    count = len(units)
     assigned = [False] * len(units)
     plans: list[PacketPlan] = []
     cursor = 0
@@ -267,11 +264,12 @@ def pack_units(
                 builder.offer(i)
         seed_dir = folders[cursor]
         scan, misses = cursor + 1, 0
-        while scan < len(units) and misses < 64:
+        while scan < count and misses < 64:
             if not assigned[scan]:
-                # After a few misses, any directory will do: a full packet beats a tidy one.
+                # After a few misses, any directory will do: a full packet beats a tidy one. (A unit past the
+                # packet's room is a miss without asking the builder.)
                 same_dir = folders[scan] == seed_dir
-                if not ((same_dir or misses >= 8) and builder.offer(scan)):
+                if not ((same_dir or misses >= 8) and builder.used + tokens[scan] <= room and builder.offer(scan)):
                     misses += 1
             scan += 1
         chosen_units = tuple(units[i].unit() for i in sorted(builder.chosen))

@@ -42,6 +42,16 @@ class RunQueries(Queries):
         )
         return {r[0]: json.loads(r[1]) if r[1] else [] for r in rows}
 
+    def launch_order(self, run_id: str) -> list[str]:
+        """A run's packets in launch order, read out of its plan without parsing the whole plan."""
+        order = (
+            "json_extract(plan, '$.launch_order')"
+            if self.dialect == "sqlite"
+            else "CAST(CAST(plan AS json) -> 'launch_order' AS TEXT)"
+        )
+        row = self.conn.execute(f"SELECT {order} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return [str(p) for p in json.loads(row[0])] if row is not None and row[0] else []
+
     def run(self, run_id: str, *, plan: bool = True) -> RunRow | None:
         row = self.conn.execute(f"SELECT {self._from(plan)} WHERE r.run_id = ?", (run_id,)).fetchone()
         return None if row is None else self._run(row)

@@ -41,14 +41,17 @@ class Counts(Protocol):
     """The store's cell counts (``Tx``): coverage by state, by kind and state, review cells by lens and state."""
 
     def queue_generation(self) -> tuple[str, int]: ...
-    def cell_counts(self, audit_id: int) -> dict[str, int]: ...
     def cell_counts_by_kind(self, audit_id: int) -> dict[str, dict[str, int]]: ...
     def cell_counts_by_lens(self, audit_id: int) -> dict[str, dict[str, int]]: ...
 
 
 def cell_counts(memo: Memo, tx: Counts, audit_id: int) -> dict[str, int]:
-    """``tx.cell_counts``, read once per queue generation (status, quota and the forecast all ask for it)."""
-    return dict(memo.get("cell_counts", (tx.queue_generation(), audit_id), lambda: tx.cell_counts(audit_id)))
+    """``tx.cell_counts``, summed from ``cell_counts_by_kind`` (status, quota and the forecast ask for both)."""
+    out: dict[str, int] = {}
+    for by_state in cell_counts_by_kind(memo, tx, audit_id).values():
+        for state, n in by_state.items():
+            out[state] = out.get(state, 0) + n
+    return out
 
 
 def cell_counts_by_kind(memo: Memo, tx: Counts, audit_id: int) -> dict[str, dict[str, int]]:

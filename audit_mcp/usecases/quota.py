@@ -18,7 +18,6 @@ from audit_mcp.scheduling.pacing import iso, schedule_view
 from audit_mcp.scheduling.probe import probe
 from audit_mcp.scheduling.scheduler import schedule
 from audit_mcp.store.records import CellKind, CellState
-from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import memo, rates
 from audit_mcp.usecases.forecasting import NextRun, plan_next_run
 from audit_mcp.usecases.workspace import Workspace
@@ -60,9 +59,7 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
             open_id = next((r.run_id for r in tx.runs(audit.audit_id, plan=False) if r.state == "open"), None)
             if open_id is not None:
                 submitted = set(tx.submitted_packet_ids(open_id))
-                order = ws.memo.get(
-                    "launch_order", (tx.queue_generation(), open_id), lambda: _launch_order(tx, open_id)
-                )
+                order = ws.memo.get("launch_order", (tx.queue_generation(), open_id), lambda: tx.launch_order(open_id))
                 open_order = [p for p in order if p not in submitted]
                 out = [p for p in tx.packets(open_id) if p.packet_id not in submitted]
                 outstanding_tokens, outstanding_packets = sum(p.estimated_tokens for p in out), len(out)
@@ -149,11 +146,6 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         forecast=forecast,
         notes=notes,
     )
-
-
-def _launch_order(tx: Tx, run_id: str) -> list[str]:
-    run = tx.run(run_id)
-    return list(run.plan.get("launch_order", [])) if run is not None else []
 
 
 def open_obligations(by_kind: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
