@@ -224,8 +224,9 @@ def test_the_next_run_waits_out_a_cooldown_within_max_wait(repo: Path, tmp_path:
     # The context packet hit the rate limit, waited, went again; then the review and its verification.
     assert result.outcome == "complete" and result.runs == [run_id(repo, 1, n) for n in (1, 2, 3, 4)]
     # The worker's "retry-after: 120", waited out before the next launch (the test's sleep does not pass time,
-    # so the next run waits for it again).
-    assert waits and all(100 < w <= 120 for w in waits)
+    # so the next run waits for it again, for what is left of it: real time passes between the runs, seconds
+    # each on a loaded machine).
+    assert waits and 100 < waits[0] <= 120 and all(0 < w <= waits[0] for w in waits)
     assert list(result.failures) == [f"{run_id(repo, 1, 1)}-P01"]
 
 
