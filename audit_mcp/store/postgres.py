@@ -214,9 +214,8 @@ class PostgresStore:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock,))
             tx = Tx(PgConnection(conn), "postgresql")
             yield tx
-            conn.execute(
-                tx.bump(queue=self._queue)
-            )  # after every other writer of the repository, so the row is never contended
+            # After every other writer of the repository, so the row is never contended.
+            conn.execute(tx.bump(queue=self._queue))
 
     @contextmanager
     def claim(self) -> Iterator[Tx]:
