@@ -14,7 +14,7 @@ import uuid
 from typing import Any
 
 GENERATION_MIGRATION = "0014_generation"
-QUEUE_GENERATION_MIGRATION = "0016_queue_generation"
+QUEUE_GENERATION_MIGRATION = "0018_queue_generation"
 _BUMP = "UPDATE generation SET n = n + 1, q = q + 1 WHERE id = 1"
 _BUMP_ANSWER = "UPDATE generation SET n = n + 1 WHERE id = 1"
 # Run after the migrations: the first store to see the table names its origin.

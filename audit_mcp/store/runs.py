@@ -49,7 +49,7 @@ class RunQueries(Queries):
             if self.dialect == "sqlite"
             else "CAST(CAST(plan AS json) -> 'launch_order' AS TEXT)"
         )
-        row = self.conn.execute(f"SELECT {order} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        row = self.conn.execute(f"SELECT {order} FROM run_plans WHERE run_id = ?", (run_id,)).fetchone()
         return [str(p) for p in json.loads(row[0])] if row is not None and row[0] else []
 
     def run(self, run_id: str, *, plan: bool = True) -> RunRow | None:
