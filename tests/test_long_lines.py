@@ -65,3 +65,31 @@ def test_every_chunk_of_a_file_fits_its_share_of_a_packet(size: int, lines: int,
     per_line = size / lines
     if per_line <= max_unit_chars(language, config):  # a line that fits can always be chunked to fit
         assert all((end - start + 1) * per_line <= max_unit_chars(language, config) for start, end in ranges)
+
+
+def test_a_line_over_what_a_packet_holds_is_found_wherever_it_falls_and_one_at_the_limit_is_not(
+    tmp_path: Path,
+) -> None:
+    from audit_mcp.engine.intake import build_manifest
+
+    config = SessionConfig(max_packet_tokens=4_000)
+    limit = max_unit_chars("python", config)
+    body = "".join(f"value_{n} = {n}\n" for n in range(limit // 10))  # ordinary lines, more than the limit in all
+    wide, edge = "w = '" + "x" * limit + "'", "e = '" + "x" * (limit - 6) + "'"
+    assert len(edge) == limit
+    root = tmp_path / "lines"
+    root.mkdir()
+    files = {
+        "first.py": wide + "\n" + body,
+        "middle.py": body + wide + "\n" + body,
+        "last.py": body + wide,  # no newline at the end
+        "at_limit.py": body + edge + "\n" + body,
+        "plain.py": body,
+    }
+    for name, text in files.items():
+        (root / name).write_text(text)
+    rows = {r.path: r for r in build_manifest(root, root / ".audit-mcp", config).files}
+    for name in ("first.py", "middle.py", "last.py"):
+        assert rows[name].scope == "skipped", name
+        assert f"a line of {len(wide)} characters" in (rows[name].skip_reason or ""), rows[name].skip_reason
+    assert rows["at_limit.py"].scope == "review" and rows["plain.py"].scope == "review"
