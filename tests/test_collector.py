@@ -96,3 +96,17 @@ def test_overlapping_holders_resume_the_collector_only_when_the_last_one_ends() 
     for t in threads:
         t.join(10)
     assert states == [False, True]
+
+
+def test_a_merge_runs_no_cycle_collection(tmp_path: Path, collections: list[int]) -> None:
+    repo = _big_repo(tmp_path / "repo")
+    (repo / ".audit-mcp.toml").write_text("context_pass = false\nverification_pass = false\n")
+    service = AuditService(repo, tmp_path / "artifacts")
+    step = service.next_step({"can_dispatch_subagents": True})
+    assert step.run_id is not None
+    marks: list[tuple[str, int]] = []
+    service.merge_and_ingest(
+        step.run_id, [], progress=lambda done, total, message: marks.append((message, len(collections)))
+    )
+    assert marks and marks[-1][1] == marks[0][1], "cycle collections ran during the merge"
+    assert gc.isenabled()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from audit_mcp.core import collector
 from audit_mcp.core.errors import InputError, NotFoundError, StateError
 from audit_mcp.core.models import MergeSummary
 from audit_mcp.core.progress import Progress, tell
@@ -31,6 +32,7 @@ HELD_TEXT = (
 )
 
 
+@collector.held
 def merge_and_ingest(
     ws: Workspace,
     run_id: str,
@@ -45,7 +47,8 @@ def merge_and_ingest(
     The failures are checked before anything changes: a bad one refuses the whole call (``InputError``).
     ``printed`` is what workers that did their packet printed about usage and rate limits (``audit-mcp run``
     reads it from their output): their usage figures win over the submitted ones key by key (the agent
-    measured them), and their rate-limit text is learned as a failed worker's error text is.
+    measured them), and their rate-limit text is learned as a failed worker's error text is. The cycle
+    collector waits for the call, as for ``next_step``: a merge builds an object per task of the run.
     """
     if problem := id_problem("run_id", run_id):
         raise InputError([("/run_id", problem)], "Nothing changed. Take run_id from the current step.")
