@@ -15,7 +15,7 @@ from typing import Any
 
 from audit_mcp.store.queries import Queries
 from audit_mcp.store.records import Cell, CellKind, CellState
-from audit_mcp.store.units import task_id
+from audit_mcp.store.units import implied_cell
 
 _ROW_COLUMNS = (
     "task_id, path, start_line, end_line, lens, state, attempts, run_id, packet_id, reason, content_hash,"
@@ -73,26 +73,7 @@ class PendingUnit:
                 self._hash,
                 self._lenses,
             )
-            pending, review = CellState.PENDING, CellKind.REVIEW
-            built = [
-                Cell(
-                    task_id(first + k),
-                    path,
-                    start,
-                    end,
-                    lenses[k],
-                    pending,
-                    0,
-                    None,
-                    None,
-                    None,
-                    content_hash,
-                    review,
-                    None,
-                    first,
-                )
-                for k in self._ks
-            ]
+            built = [implied_cell(first, k, path, start, end, lenses[k], content_hash) for k in self._ks]
             if self._rows:
                 built = sorted(built + self._rows, key=lambda c: (c.lens, c.task_id))
             self._cells = built

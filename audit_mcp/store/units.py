@@ -37,6 +37,27 @@ def task_number(task: str) -> int | None:
     return int(digits) if task_id(int(digits)) == task else None
 
 
+def implied_cell(first: int, k: int, path: str, start: int, end: int, lens: str, content_hash: str) -> Cell:
+    """The k-th cell of the unit whose first cell is number ``first``, as it stands while no row holds it:
+    pending, nothing tried (the queue builds these by the thousand, from rows, without a ``Unit``)."""
+    return Cell(
+        task_id(first + k),
+        path,
+        start,
+        end,
+        lens,
+        CellState.PENDING,
+        0,
+        None,
+        None,
+        None,
+        content_hash,
+        CellKind.REVIEW,
+        None,
+        first,
+    )
+
+
 @dataclass(frozen=True)
 class Unit:
     first: int
@@ -49,22 +70,7 @@ class Unit:
 
     def cell(self, k: int, lens: str) -> Cell:
         """The unit's k-th cell as it stands while no row holds it: pending, nothing tried."""
-        return Cell(
-            task_id(self.first + k),
-            self.path,
-            self.start_line,
-            self.end_line,
-            lens,
-            CellState.PENDING,
-            0,
-            None,
-            None,
-            None,
-            self.content_hash,
-            CellKind.REVIEW,
-            None,
-            self.first,
-        )
+        return implied_cell(self.first, k, self.path, self.start_line, self.end_line, lens, self.content_hash)
 
     def cells(self, lenses: Sequence[str], have: Iterable[str] = ()) -> list[Cell]:
         """The unit's cells that no row holds (``have``: the task ids that one does), by lens."""
@@ -124,7 +130,6 @@ class UnitQueries(Queries):
         held = self.conn.execute(
             "SELECT unit, task_id FROM cells WHERE audit_id = ? AND unit IS NOT NULL ORDER BY unit", (audit_id,)
         )
-        pending, review = CellState.PENDING, CellKind.REVIEW
         try:
             taken = _paged(held)
             head = next(taken, None)
@@ -140,22 +145,7 @@ class UnitQueries(Queries):
                 lenses = sets[index]
                 for k in order[index]:
                     if k not in skip:
-                        yield Cell(
-                            task_id(first + k),
-                            path,
-                            start,
-                            end,
-                            lenses[k],
-                            pending,
-                            0,
-                            None,
-                            None,
-                            None,
-                            content_hash,
-                            review,
-                            None,
-                            first,
-                        )
+                        yield implied_cell(first, k, path, start, end, lenses[k], content_hash)
         finally:
             units.close()
             held.close()

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from pydantic import BaseModel
 
@@ -20,6 +20,8 @@ from audit_mcp.surfaces.cli.exits import EXIT_USAGE
 if TYPE_CHECKING:
     from audit_mcp.usecases.service import AuditService
     from audit_mcp.usecases.workspace import Workspace
+
+W = TypeVar("W", bound="Workspace")
 
 Handler = Callable[[argparse.Namespace], int]
 Subparsers = Any  # argparse's _SubParsersAction is private; its add_parser is all the verb modules use
@@ -79,13 +81,7 @@ def service_for(args: argparse.Namespace) -> AuditService:
     # Imported here: a verb loads the service, and every use case with it, only when it runs.
     from audit_mcp.usecases.service import AuditService
 
-    return AuditService(
-        args.root or Path.cwd(),
-        args.artifacts_dir,
-        config_path=args.config,
-        store=args.store,
-        audit_name=args.audit_name,
-    )
+    return _opened(AuditService, args)
 
 
 def workspace_for(args: argparse.Namespace) -> Workspace:
@@ -93,7 +89,12 @@ def workspace_for(args: argparse.Namespace) -> Workspace:
     every use case (``quota`` and ``status`` start in a fraction of the time)."""
     from audit_mcp.usecases.workspace import Workspace
 
-    return Workspace(
+    return _opened(Workspace, args)
+
+
+def _opened(kind: type[W], args: argparse.Namespace) -> W:
+    """``kind`` (the service or its workspace) for the root, artifacts, config, store and audit name given."""
+    return kind(
         args.root or Path.cwd(),
         args.artifacts_dir,
         config_path=args.config,
