@@ -1,8 +1,9 @@
 """Scale benchmark: the first next_step on a generated 20,000-file git repository, against reading every
 tracked byte in the same run; peak memory; submit_packet p50/p99 and merge_and_ingest of 500 packets;
-the size of every tool result.
+the size of every tool result; ``quota`` and ``status`` in-process and through the command line, first after
+a dispatch and first after a merge (with ``--baseline``, the other checkout's side by side).
 
-    python benchmarks/scale.py [--files 20000] [--keep DIR]
+    python benchmarks/scale.py [--files 20000] [--keep DIR] [--baseline CHECKOUT] [--views-only]
 
 Prints one JSON document. Each measured phase runs in a fresh child process, so its peak memory
 (ru_maxrss) is its own.
@@ -261,6 +262,44 @@ print(json.dumps({
 """
 
 
+# The views after each change that moves the queue: a dispatch (the first step), then a merge of its run with
+# every packet answered. In-process: the first call after the change, then the other view, then both again with
+# nothing changed; the command line's calls (fresh processes) are made by the parent between the phases.
+_VIEWS = """
+import json, sys, time
+from pathlib import Path
+from audit_mcp.usecases.service import AuditService
+root, artifacts, config, phase = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+service = AuditService(root, artifacts, config_path=config)
+def timed(call):
+    t0, c0 = time.perf_counter(), time.process_time()
+    call()
+    return round(1000 * (time.perf_counter() - t0), 1), round(1000 * (time.process_time() - c0), 1)
+out = {}
+if phase == "dispatch":
+    out["step_ms"], out["step_cpu_ms"] = timed(lambda: service.next_step({"can_dispatch_subagents": True}))
+    order = (("quota", service.quota), ("status", service.status))
+else:
+    step = service.next_step()
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    for packet in plan["packets"]:
+        results = [{"task_id": t["task_id"], "status": "reviewed", "findings": [],
+                    "summary": f"Read {t['file']} lines {t['start_line']}-{t['end_line']} under {t['lens']}: the "
+                               "request body is parsed, looked up and summed; no injection, no unchecked input."}
+                   for t in packet["tasks"]]
+        receipt = service.submit_packet(plan["run_id"], packet["packet_id"], results)
+        assert receipt.accepted, receipt.errors
+    out["merge_ms"], out["merge_cpu_ms"] = timed(lambda: service.merge_and_ingest(plan["run_id"], []))
+    order = (("status", service.status), ("quota", service.quota))
+for n, (name, call) in enumerate(order):
+    out[f"{name}_{'first' if n == 0 else 'second'}_ms"], out[f"{name}_{'first' if n == 0 else 'second'}_cpu_ms"] = (
+        timed(lambda: call().model_dump_json()))
+for name, call in order:
+    out[f"{name}_unchanged_ms"], out[f"{name}_unchanged_cpu_ms"] = timed(lambda: call().model_dump_json())
+print(json.dumps(out))
+"""
+
+
 def _read_all_bytes(root: Path) -> float:
     return _read_all_bytes_timed(root)[0]
 
@@ -283,11 +322,59 @@ def _code_bytes(root: Path) -> int:
 
 def _cli(*args: str) -> float:
     """Wall time of one CLI call in a fresh interpreter (process start, imports and the verb)."""
+    return _cli_timed(*args)[0]
+
+
+def _cli_timed(*args: str, checkout: Path = HERE.parent) -> tuple[float, float]:
+    """Wall and CPU seconds of one CLI call of ``checkout`` in a fresh interpreter (process start, imports and
+    the verb)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "audit_mcp", *args], cwd=HERE.parent, check=True, capture_output=True, text=True
-    )
-    return time.perf_counter() - t0
+    subprocess.run([sys.executable, "-m", "audit_mcp", *args], cwd=checkout, check=True, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def _python_start() -> tuple[float, float]:
+    """Wall and CPU seconds of ``python -c pass`` with this interpreter."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def _views(root: Path, base: Path, rounds: int, baseline: Path | None) -> dict[str, Any]:
+    """``quota`` and ``status`` after a dispatch and after a merge, in-process and through the command line,
+    for this checkout and (``baseline``) the other one, alternating, ``rounds`` times each."""
+    sides = [("this", HERE.parent)] + ([("baseline", baseline)] if baseline is not None else [])
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in sides}
+    for _ in range(rounds):
+        for name, checkout in sides:
+            artifacts = base / f"artifacts-views-{name}"
+            shutil.rmtree(artifacts, ignore_errors=True)
+            config = _review_only(checkout, base / f"views-{name}.toml")
+            at = ("--root", str(root), "--artifacts-dir", str(artifacts), "--config", str(config))
+            sample: dict[str, Any] = {}
+            for phase in ("dispatch", "merge"):
+                child = _child(_VIEWS, str(root), str(artifacts), str(config), phase, checkout=checkout)
+                sample[phase] = {"in_process": child}
+                # A fresh process per call, after the in-process views: a process keeps nothing from another
+                # but what the store holds (the baseline packs in each; this code reads what was recorded).
+                for verbs in (("quota",), ("status", "--json")):
+                    wall, cpu = _cli_timed(*verbs, *at, checkout=checkout)
+                    sample[phase][f"cli_{verbs[0]}_ms"] = round(1000 * wall, 1)
+                    sample[phase][f"cli_{verbs[0]}_cpu_ms"] = round(1000 * cpu, 1)
+            wall, cpu = min(_cli_timed("--version", checkout=checkout) for _ in range(3))
+            sample["cli_version_ms"], sample["cli_version_cpu_ms"] = round(1000 * wall, 1), round(1000 * cpu, 1)
+            # The floor of any command-line call: the interpreter starting and stopping, importing nothing.
+            wall, cpu = min(_python_start() for _ in range(3))
+            sample["python_start_ms"], sample["python_start_cpu_ms"] = round(1000 * wall, 1), round(1000 * cpu, 1)
+            sample["load_average"] = os.getloadavg()[0]
+            out[name].append(sample)
+    return out
 
 
 def _machine() -> dict[str, str]:
@@ -409,6 +496,9 @@ def main() -> None:
     parser.add_argument(
         "--baseline", type=Path, help="another checkout (with this script's phases) to time side by side, in-process"
     )
+    parser.add_argument(
+        "--views-only", action="store_true", help="only quota and status after a dispatch and a merge (and the CLI's)"
+    )
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="audit-mcp-scale-"))
     root = base / "repo"
@@ -423,6 +513,10 @@ def main() -> None:
             generate(root, args.files)
         generated = time.perf_counter() - t0
         _read_all_bytes(root)  # warm the page cache for both sides alike
+        if args.views_only:
+            views = _views(root, base, args.rounds, args.baseline)
+            print(json.dumps({"machine": _machine(), "views": views}, indent=2))
+            return
         baseline = min(_read_all_bytes(root) for _ in range(3))
         first = _first_steps(root, base, args.rounds, args.baseline)
         step = first["rounds"][-1]["step"]
@@ -460,6 +554,7 @@ def main() -> None:
             "database_while_open_to_code_ratio": round(step["db_bytes_while_open"] / code, 2),
             **views,
             "run_of_packets": submit,
+            "views": _views(root, base, args.rounds, args.baseline),
             "largest_tool_result_tokens": max(
                 step["step_result_chars"],
                 submit["receipt_max_chars"],

@@ -2,7 +2,8 @@
 
 Both backends run the same queries (``tx``) over the same schema (``migrations``) with the same
 transactions: ``write`` (one writer of an audit at a time), ``claim`` (a write that locks only the rows
-it changes, so hosts claiming packets do not queue behind each other) and ``read`` (one snapshot).
+it changes, so hosts claiming packets do not queue behind each other), ``read`` (one snapshot) and ``aside``
+(a write of derived data that raises no generation and waits for no writer).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class Store(Protocol):
     def claim(self) -> AbstractContextManager[Tx]: ...
 
     def read(self) -> AbstractContextManager[Tx]: ...
+
+    def aside(self, record: Callable[[Tx], None]) -> bool: ...
 
     def applied_migrations(self) -> list[str]: ...
 

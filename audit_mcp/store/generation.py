@@ -2,7 +2,8 @@
 
 ``n`` moves with every write transaction. ``q``, the queue's generation, moves with every write transaction
 except one that said it only records a packet's answer (``Tx.records_answer_only``: the submission, the
-packet's state, its claim, the log), which changes nothing a forecast reads. Whatever is computed from a read
+packet's state, its claim, the log) or what a host said of itself (``Tx.records_host_only``: a next_step's
+capabilities), which change nothing a forecast reads. Whatever is computed from a read
 of the queue, the manifest, the import graph, the runs and the cells (a forecast packs the next run from them)
 stays true while ``q`` is the one it was read at, in any process or host: every change commits through a write
 transaction, and only those that declare they leave all of it alone keep ``q``.
@@ -44,6 +45,17 @@ class GenerationQueries:
         """Say that this write transaction records a packet's answer and nothing else (the submission, the
         packet's state, claims, the log): it keeps the queue's generation, so forecasts are not packed again."""
         self.answer_only = True
+
+    def records_host_only(self) -> None:
+        """Say that this write transaction records what a host said of itself and nothing else (its remembered
+        capabilities, a cleared blocker, the log): it keeps the queue's generation too. What a forecast takes
+        from the host (the budget, the run's size) is part of its key, not of the queue."""
+        self.answer_only = True
+
+    def committed_queue_generation(self) -> int:
+        """The queue's generation this write transaction leaves as it commits: what it writes is keyed by it.
+        (Writers wait for each other, so nothing else commits in between.)"""
+        return self.queue_generation()[1] + (0 if self.answer_only else 1)
 
     def bump(self, *, queue: bool = True) -> str:
         """The statement that raises the generations as this write transaction commits (``queue``: False for

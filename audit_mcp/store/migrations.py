@@ -364,6 +364,20 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE generation ADD COLUMN q BIGINT NOT NULL DEFAULT 0
         """,
     ),
+    (
+        # Forecasts recorded under the queue's generation they were packed at (store.forecasts), so any
+        # process, the command line's included, reads the next run's packets instead of packing them again.
+        "0019_forecasts",
+        """
+        CREATE TABLE forecasts (
+            audit_id INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            q BIGINT NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (audit_id, key)
+        )
+        """,
+    ),
 )
 
 

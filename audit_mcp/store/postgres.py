@@ -11,7 +11,7 @@ readers see one snapshot. Connections come from a small pool: a server answers m
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -216,6 +216,16 @@ class PostgresStore:
             yield tx
             # After every other writer of the repository, so the row is never contended.
             conn.execute(tx.bump(queue=self._queue))
+
+    def aside(self, record: Callable[[Tx], None]) -> bool:
+        """Run ``record`` in a write transaction of derived data (a recorded forecast): it raises no generation,
+        since what it writes follows from state the generation already keys, and waits for no writer. False,
+        with nothing written, when another writer holds the repository's lock."""
+        with self._connection() as conn, conn.transaction():
+            if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (self._lock,)).fetchone()[0]:  # type: ignore[index]
+                return False
+            record(Tx(PgConnection(conn), "postgresql"))
+        return True
 
     @contextmanager
     def claim(self) -> Iterator[Tx]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -154,6 +154,30 @@ class Store:
 
     # One writer at a time already: a claim is a write.
     claim = write
+
+    def aside(self, record: Callable[[Tx], None]) -> bool:
+        """Run ``record`` in a write transaction of derived data (a recorded forecast): it raises no generation,
+        since what it writes follows from state the generation already keys, and waits for no writer. False,
+        with nothing written, when another writer holds the lock or the database is read-only."""
+        with self._connection() as conn:
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                record(Tx(conn))
+                conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if "locked" in str(exc) or "readonly" in str(exc) or "read-only" in str(exc):
+                    return False
+                raise
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        return True
 
     def close(self) -> None:
         """Close the idle connections (a transaction that runs later opens one again)."""

@@ -5,7 +5,7 @@ their files (``audits``), the coverage matrix (``cells``) and its queue read uni
 packets and submissions (``runs``), what a run in flight was scheduled for and the failures reported
 while it runs (``inflight``), findings, failures and leads (``findings``), the threat model, verdicts and
 runtime evidence (``opinions``), the ledger (``ledger``), requeue requests (``requeues``) and packet claims
-(``claims``). SQL stays portable.
+(``claims``), forecasts recorded under the queue's generation (``forecasts``). SQL stays portable.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from audit_mcp.store.audits import AuditQueries
 from audit_mcp.store.cells import CellQueries
 from audit_mcp.store.claims import ClaimQueries
 from audit_mcp.store.findings import FindingQueries
+from audit_mcp.store.forecasts import ForecastQueries
 from audit_mcp.store.generation import GenerationQueries
 from audit_mcp.store.inflight import InflightQueries
 from audit_mcp.store.ledger import LedgerQueries
@@ -35,5 +36,6 @@ class Tx(
     RequeueQueries,
     ClaimQueries,
     GenerationQueries,
+    ForecastQueries,
 ):
     """Typed queries inside one transaction."""

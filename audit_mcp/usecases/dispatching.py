@@ -19,7 +19,7 @@ from audit_mcp.engine.plan_pages import wave_doc
 from audit_mcp.scheduling.leases import lease_end
 from audit_mcp.scheduling.pacing import schedule_view
 from audit_mcp.store.records import CellState, PacketRow, RunRow
-from audit_mcp.usecases.forecasting import plan_next_run
+from audit_mcp.usecases.forecasting import plan_next_run, record_next
 from audit_mcp.usecases.inflight import context_for
 from audit_mcp.usecases.packet_render import prompts_ahead
 from audit_mcp.usecases.workspace import Workspace, iso
@@ -34,6 +34,7 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
         if any(r.state == "open" for r in tx.runs(audit.audit_id, plan=False)):
             return  # another caller opened a run while this one decided to: that run is the one to follow
         run = plan_next_run(ws, tx, audit, config, caps, single=not caps.can_dispatch_subagents)
+        assert run.packed is not None  # planned to dispatch: packed whole
         for cell in run.packed.stale:
             tx.update_cell(
                 audit.audit_id,
@@ -117,3 +118,5 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
             detail=f"run {run_id}: {len(specs)} {run.kind} packet(s), waves {plan_doc['waves']}",
             outcome="ok",
         )
+        # Last: the next run as the queue stands once this commits, so the first forecast after it packs nothing.
+        record_next(ws, tx, audit, config, caps)

@@ -119,6 +119,7 @@ def _take_answers(
     """Record this call's capability answers and a cleared blocker; refuse a new audit over one in flight.
     Returns the current audit's id (``None``: none yet)."""
     with ws.store.write() as tx:
+        tx.records_host_only()  # the queue stays as it is: a forecast recorded before this call still holds
         audit = tx.current_audit()
         live = audit is not None and audit.abandoned_at is None
         if analyzer_sarif and live and not new_audit:

@@ -130,7 +130,7 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         schedule={
             "pending_cells": run.pending_cells if run is not None else 0,
             "open_cells": (run.pending_cells if run is not None else 0) + assigned,
-            "packets": outstanding_packets + (len(run.specs) if run is not None else 0),
+            "packets": outstanding_packets + (len(run.sizes.packets) if run is not None else 0),
             "obligations": open_obligations(by_kind),
             "waves": run.waves if run is not None else [],
             # With nothing to pack, the widest wave the limits, the learned cap and the host allow now.

@@ -1,0 +1,108 @@
+"""A forecast recorded in the store is the forecast a fresh packing gives: the one a dispatch records for the
+run after its own and the one a forecast records for other processes, on audits with chunked files, import
+neighbours, several lens sets and requeued cells, at several budgets and run sizes, on SQLite and
+PostgreSQL; the command line reads it too. A record holds only at the queue generation it was made at."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit_mcp.store.backends import Store, open_store
+from audit_mcp.store.identity import RepoIdentity
+from audit_mcp.usecases.service import AuditService
+from tests.test_forecast_memo import count_packings
+from tests.test_implicit_cells import REVIEW_ONLY
+from tests.test_queue_units import _answer, _repository
+
+IDENTITY = RepoIdentity("name:forecast-test", "audit name 'forecast-test'")
+
+
+def _views(service: AuditService) -> tuple[dict[str, Any], dict[str, Any]]:
+    return service.quota().forecast, service.status().forecast or {}
+
+
+def _fresh(root: Path, packings: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The forecasts of a packing made now: every record dropped (a write, so the queue's generation moves
+    too), then a new service, which packs."""
+    service = AuditService(root)
+    with service.store.write() as tx:
+        tx.conn.execute("DELETE FROM forecasts")
+    before = len(packings)
+    views = _views(AuditService(root))
+    assert len(packings) == before + 1, "no record left: the forecast was packed"
+    return views
+
+
+@pytest.mark.parametrize(("budget", "run"), [(4000, 3), (5000, 2), (9000, 1)], ids=["4k-3", "5k-2", "9k-1"])
+def test_the_forecast_recorded_at_a_dispatch_or_a_forecast_is_a_fresh_packings(
+    tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch, budget: int, run: int
+) -> None:
+    root = tmp_path / "repo"
+    _repository(root)
+    (root / ".audit-mcp.toml").write_text(f"max_packet_tokens = {budget}\nmax_packets_per_run = {run}\n" + REVIEW_ONLY)
+    packings = count_packings(monkeypatch)
+    service = AuditService(root)
+    for rounds in range(3):
+        step = service.next_step({"can_dispatch_subagents": True})
+        assert step.step_kind == "dispatch_review", (rounds, step.step_kind, step.reason)
+        plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+        # The first forecasts after the dispatch, in this process and a fresh one: read from what it recorded.
+        before = len(packings)
+        recorded = _views(service)
+        assert _views(AuditService(root)) == recorded
+        assert len(packings) == before, "the dispatch recorded the run after its own"
+        quota = [sys.executable, "-m", "audit_mcp", "quota", "--root", str(root)]
+        cli = subprocess.run(quota, capture_output=True, text=True, check=True)
+        assert json.loads(cli.stdout)["forecast"] == recorded[0]
+        assert len(packings) == before
+        assert _fresh(root, packings) == recorded
+        # The fresh packing was recorded in turn: another process reads it.
+        before = len(packings)
+        assert _views(AuditService(root)) == recorded and len(packings) == before
+        # Some tasks unreviewed, the other packets never submitted: the merge puts cells back in the queue
+        # (rows beside the units they came from), and the next forecast packs them.
+        first = plan["packets"][0]
+        receipt = service.submit_packet(plan["run_id"], first["packet_id"], _answer(first, 1 + rounds))
+        assert receipt.accepted, receipt.errors
+        service.merge_and_ingest(plan["run_id"], [])
+        merged = _views(service)
+        assert _views(AuditService(root)) == merged == _fresh(root, packings)
+    assert rounds == 2, "three runs dispatched and merged"
+
+
+def test_a_record_holds_at_its_generation_only_and_recording_keeps_the_generations(
+    store_url: str, tmp_path: Path
+) -> None:
+    store: Store = open_store(None if store_url == "sqlite" else store_url, tmp_path / "artifacts", lambda: IDENTITY)
+    try:
+        with store.read() as tx:
+            generation, queue = tx.generation(), tx.queue_generation()[1]
+        assert store.aside(lambda tx: tx.record_forecast(7, "k", queue, '{"at": 1}'))
+        with store.read() as tx:
+            assert tx.generation() == generation and tx.queue_generation()[1] == queue, "derived data: no raise"
+            assert tx.recorded_forecast(7, "k", queue) == '{"at": 1}'
+            assert tx.recorded_forecast(7, "k", queue + 1) is None and tx.recorded_forecast(7, "other", queue) is None
+        with store.write() as tx:  # a write that moves the queue records for the generation it commits
+            tx.record_forecast(7, "k", tx.committed_queue_generation(), '{"at": 2}')
+        with store.read() as tx:
+            assert tx.queue_generation()[1] == queue + 1
+            assert tx.recorded_forecast(7, "k", queue + 1) == '{"at": 2}'
+            assert tx.recorded_forecast(7, "k", queue) is None
+        # An older record written late never replaces a newer one.
+        assert store.aside(lambda tx: tx.record_forecast(7, "k", queue, '{"at": 1}'))
+        with store.read() as tx:
+            assert tx.recorded_forecast(7, "k", queue + 1) == '{"at": 2}'
+        # Recording never waits for a writer: while one holds the store, nothing is recorded.
+        with store.write() as tx:
+            tx.record_forecast(8, "k", tx.committed_queue_generation(), "{}")
+            assert not store.aside(lambda tx: tx.record_forecast(7, "late", queue + 1, "{}"))
+        with store.read() as tx:
+            assert tx.recorded_forecast(7, "late", queue + 1) is None
+    finally:
+        store.close()
