@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from audit_mcp.core.config import SessionConfig
 from audit_mcp.engine.file_kinds import FileKind, file_kind
 from audit_mcp.engine.languages import detect_language
+from audit_mcp.engine.scoping import Scoper
 from tests.conftest import git
 from tests.driving import cli, past_context_json
 from tests.sdist_shape import FILES, NEVER_REVIEWED, lens_can_apply, write_sdist
@@ -50,6 +52,24 @@ from tests.sdist_shape import FILES, NEVER_REVIEWED, lens_can_apply, write_sdist
         ("conftest.py", b"import pytest\n", "python", FileKind.TEST),
         ("src/click/core.py", b"import os\n", "python", FileKind.SOURCE),
         ("README.rst", b"Click\n", "rst", FileKind.DOCS),
+        # Names with leading, doubled or no dots; folders named like kinds at any depth, in any case.
+        (".bashrc", b"alias ll=ls\n", "text", FileKind.DOCS),
+        ("..hidden", b"x\n", "text", FileKind.DOCS),
+        ("conf/.eslintrc.json", b"{}\n", "json", FileKind.CONFIG),
+        ("src/archive.tar.gz", b"x\n", "gz", FileKind.SOURCE),
+        ("src/pkg.v2/module.PY", b"import os\n", "python", FileKind.SOURCE),
+        ("Tests/Unit/helpers.py", b"import os\n", "python", FileKind.TEST),
+        ("src/tests/fixtures/conf.yaml", b"a: 1\n", "yaml", FileKind.DATA),
+        ("pkg/fixtures/settings.toml", b"a = 1\n", "toml", FileKind.DATA),
+        ("pkg/settings.toml", b"a = 1\n", "toml", FileKind.CONFIG),
+        ("site/Docs/conf.py", b"project = 'x'\n", "python", FileKind.CONFIG),
+        ("site/conf.py", b"project = 'x'\n", "python", FileKind.SOURCE),
+        ("src/FooTest.java", b"class FooTest {}\n", "java", FileKind.TEST),
+        ("src/footest.java", b"class footest {}\n", "java", FileKind.SOURCE),
+        ("deps/REQUIREMENTS/base.in", b"click\n", "requirements", FileKind.CONFIG),
+        ("ci/dev-requirements.txt", b"pytest\n", "requirements", FileKind.CONFIG),
+        ("ci/constraints.txt", b"pytest<9\n", "requirements", FileKind.CONFIG),
+        ("ci/notes.txt", b"words\n", "text", FileKind.DOCS),
     ],
 )
 def test_name_extension_and_shebang_give_language_and_kind(path: str, head: bytes, language: str, kind: str) -> None:
@@ -176,3 +196,23 @@ def test_linguist_marks_are_read_wherever_an_attributes_file_is(tmp_path: Path, 
     reasons = {f.path: f.skip_reason for f in manifest.files}
     assert reasons["gen/client.py"] == "generated (linguist-generated in .gitattributes)"
     assert reasons["app.py"] is None
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("vendor/lib/util.py", "vendored (third-party code under a vendor directory)"),
+        ("src/Node_Modules/left-pad/index.js", "vendored (third-party code under a vendor directory)"),
+        ("src/vendor.py", None),
+        ("pkg.egg-info/setup.py", "generated (packaging metadata written by a build)"),
+        ("build/Pkg.EGG-INFO/top.py", "generated (packaging metadata written by a build)"),
+        ("src/egg-info.py", None),
+        ("web/app.min.js", "generated (file name marks it as generated or minified)"),
+        ("Poetry.lock", "generated (dependency lock file)"),
+        ("src/app.py", None),
+    ],
+)
+def test_vendored_and_generated_folders_are_known_at_any_depth_and_in_any_case(path: str, reason: str | None) -> None:
+    scoper = Scoper(SessionConfig())
+    language = detect_language(path)
+    assert scoper.by_path(path, scoper.kind(path, language)) == reason

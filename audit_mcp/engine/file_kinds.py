@@ -8,7 +8,7 @@ and the language (which ``languages`` reads from the name, the extension or a sh
 
 from __future__ import annotations
 
-import posixpath
+import functools
 import re
 from enum import StrEnum
 
@@ -93,26 +93,32 @@ _DOCS_CONFIG_NAMES = frozenset({"conf.py", "mkdocs.yml", "_config.yml"})
 
 def file_kind(path: str, language: str, *, documentation: bool = False) -> FileKind:
     """The kind of ``path``, written in ``language``; ``documentation`` when git says so (linguist)."""
-    lowered = path.lower()
-    parts = lowered.split("/")
-    name = parts[-1]
-    dirs = set(parts[:-1])
-    if documentation:
-        return FileKind.DOCS
-    if language in DOC_LANGUAGES:
+    if documentation or language in DOC_LANGUAGES:
         return FileKind.DOCS
     if language in DATA_LANGUAGES:
         return FileKind.DATA
+    lowered = path.lower()
+    cut = lowered.rfind("/")
+    name = lowered[cut + 1 :]
     if name in _BUILD_NAMES or language in BUILD_LANGUAGES or lowered.startswith(_CI_DIRS):
         return FileKind.BUILD
-    if dirs & _DOC_DIRS and name in _DOCS_CONFIG_NAMES:
+    docs_dir, test_dir, data_dir = _folder_marks(lowered[:cut] if cut != -1 else "")
+    if docs_dir and name in _DOCS_CONFIG_NAMES:
         return FileKind.CONFIG  # Sphinx's conf.py and friends configure the docs build
-    testing = bool(dirs & _TEST_DIRS) or bool(_TEST_NAME.match(posixpath.basename(path)))
+    testing = test_dir or bool(_TEST_NAME.match(path[path.rfind("/") + 1 :]))
     if language in CONFIG_LANGUAGES or language in MARKUP_LANGUAGES:
         # Data a test reads (fixtures, expected output) is not configuration anyone runs with.
-        if testing or dirs & _DATA_DIRS:
+        if testing or data_dir:
             return FileKind.DATA
         return FileKind.CONFIG if language in CONFIG_LANGUAGES else FileKind.MARKUP
     if testing:
         return FileKind.TEST
     return FileKind.SOURCE
+
+
+@functools.lru_cache(maxsize=4096)
+def _folder_marks(folder: str) -> tuple[bool, bool, bool]:
+    """Whether any folder of ``folder`` (a lowered path of folders, ``""`` for the root) is a docs, a test
+    or a data folder: the same for every file in it, so worked out once per folder."""
+    dirs = set(folder.split("/")) if folder else set()
+    return bool(dirs & _DOC_DIRS), bool(dirs & _TEST_DIRS), bool(dirs & _DATA_DIRS)

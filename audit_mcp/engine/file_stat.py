@@ -19,10 +19,8 @@ Why this holds against code under audit that tries to fool it:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
-import weakref
 
 from audit_mcp.engine.scoping import Scoper
 
@@ -30,17 +28,10 @@ RACY_NS = 3_000_000_000
 """How long before a read a file's last change must be for its status to vouch for it: the coarsest common
 timestamp granule (FAT's 2 seconds) plus the lag of the kernel's coarse clock, with room to spare."""
 
-_RULES: weakref.WeakKeyDictionary[Scoper, str] = weakref.WeakKeyDictionary()
-
 
 def rules(scoper: Scoper, path: str) -> str:
     """What decides the scope of ``path`` besides its bytes: the config and the path's attribute marks."""
-    config = _RULES.get(scoper)
-    if config is None:
-        config = hashlib.sha256(scoper.config.model_dump_json().encode()).hexdigest()[:16]
-        _RULES[scoper] = config
-    marks = scoper.marks(path)
-    return config if not scoper.attributes else f"{config}:{marks!r}"
+    return scoper.rules_digest if not scoper.attributes else f"{scoper.rules_digest}:{scoper.marks(path)!r}"
 
 
 def record(st: os.stat_result, scoper: Scoper, path: str, read_at_ns: int) -> str | None:

@@ -214,14 +214,21 @@ DEFAULT_CHARS_PER_TOKEN = 2.3
 def detect_language(path: str, head: bytes = b"") -> str:
     """The language of ``path``: by its name, then its extension, then the ``#!`` line opening ``head``
     (the file's first bytes, when they were read)."""
-    name = posixpath.basename(path).lower()
+    # posixpath.basename and splitext spelled out (this runs once per file of the repository).
+    cut = path.rfind("/")
+    name = path[cut + 1 :].lower()
     if name in _BY_NAME:
         return _BY_NAME[name]
-    if _REQUIREMENTS.match(name) or (
-        name.endswith((".txt", ".in")) and posixpath.basename(posixpath.dirname(path)).lower() == "requirements"
-    ):
+    if ("requirements" in name or name == "constraints.txt") and _REQUIREMENTS.match(name):
         return "requirements"
-    stem, ext = posixpath.splitext(name)
+    if name.endswith((".txt", ".in")) and posixpath.basename(posixpath.dirname(path)).lower() == "requirements":
+        return "requirements"
+    dot = name.rfind(".")
+    # A name's leading dots are part of its stem (``.bashrc`` has no extension), as in splitext.
+    if dot > 0 and name[:dot].strip("."):
+        stem, ext = name[:dot], name[dot:]
+    else:
+        stem, ext = name, ""
     if ext in _BY_EXTENSION:
         return _BY_EXTENSION[ext]
     if stem.startswith(("dockerfile", "containerfile")) or ext in (".dockerfile", ".containerfile"):
@@ -268,33 +275,33 @@ def reads_imports(language: str) -> bool:
     return language == "python" or language in _JS_LANGUAGES
 
 
-def _python_import_lines(data: bytes) -> Iterable[str]:
-    """The lines of ``data`` that can import (``import`` or ``from`` first after blanks, and the word
-    ``import`` on them), found with plain byte search: only those lines are decoded."""
-    find, start = data.find, 0
+def _python_candidates(package: str, data: bytes) -> list[str]:
+    """The module stems the import lines of ``data`` name; ``package`` is the importing file's directory.
+
+    A line can import when ``import`` or ``from`` comes first after blanks, followed by a blank, and the
+    word ``import`` is on it; such lines are found with plain byte search, and only they are decoded."""
+    out: list[str] = []
+    find, rfind, start, size = data.find, data.rfind, 0, len(data)
     while (at := find(b"import", start)) != -1:
-        begin = data.rfind(b"\n", 0, at) + 1
+        begin = rfind(b"\n", 0, at) + 1
         end = find(b"\n", at)
-        end = len(data) if end == -1 else end
-        line = data[begin:end]
-        stripped = line.lstrip(b" \t")
-        if stripped[:6] == b"import" or stripped[:4] == b"from":
-            head = stripped[6:7] if stripped[:6] == b"import" else stripped[4:5]
-            if head in (b" ", b"\t"):
-                yield line.decode("utf-8", errors="replace")
+        end = size if end == -1 else end
         start = end + 1
+        stripped = data[begin:end].lstrip(b" \t")
+        if stripped[:6] == b"import":
+            if stripped[6:7] in (b" ", b"\t") and (found := _PY_IMPORT.match(stripped.decode("utf-8", "replace"))):
+                out.extend(name.strip().replace(".", "/") for name in found.group(1).split(","))
+        elif (
+            stripped[:4] == b"from"
+            and stripped[4:5] in (b" ", b"\t")
+            and (match := _PY_FROM.match(stripped.decode("utf-8", "replace"))) is not None
+        ):
+            _from_targets(package, match, out)
+    return out
 
 
-def _python_line_targets(package: str, text: str) -> list[str]:
-    """The module stems one import line names; ``package`` is the importing file's directory."""
-    # A line the scan kept starts with its keyword after blanks, so only that keyword's pattern can match,
-    # and only at its start (the line holds no newline for ``^`` to match after).
-    if text.lstrip(" \t").startswith("import"):
-        found = _PY_IMPORT.match(text)
-        return [] if found is None else [name.strip().replace(".", "/") for name in found.group(1).split(",")]
-    match = _PY_FROM.match(text)
-    if match is None:
-        return []
+def _from_targets(package: str, match: re.Match[str], out: list[str]) -> None:
+    """Append the stems a ``from … import …`` line (``match``, of ``_PY_FROM``) names to ``out``."""
     dots, module, names = match.group(1), match.group(2), match.group(3)
     if dots:
         base = package
@@ -305,12 +312,11 @@ def _python_line_targets(package: str, text: str) -> list[str]:
         stem = module.replace(".", "/")
     # posixpath.join(stem, name) for a name without a slash, spelled out: this runs on every import line.
     prefix = stem + "/" if stem and stem[-1] != "/" else stem
-    out = [stem]
+    out.append(stem)
     for name in names.replace("(", " ").replace(")", " ").split(","):
         name = name.strip().split(" ")[0]
         if name and name != "*":
             out.append(prefix + name)
-    return out
 
 
 def _js_specs(text: str) -> Iterable[str]:
@@ -366,8 +372,7 @@ def import_candidates(path: str, language: str, data: bytes) -> list[str]:
     """What ``path`` names as imports (Python module stems, JavaScript specifiers), unresolved: read once
     at intake, resolved by ``resolve_imports`` when every file of the repository is known."""
     if language == "python":
-        package = posixpath.dirname(path)
-        return [stem for line in _python_import_lines(data) for stem in _python_line_targets(package, line)]
+        return _python_candidates(posixpath.dirname(path), data)
     if language in _JS_LANGUAGES and any(word.encode() in data for word in _JS_KEYWORDS):
         return list(_js_specs(data.decode("utf-8", errors="replace")))
     return []
