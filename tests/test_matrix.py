@@ -6,7 +6,7 @@ from pathlib import Path
 
 from audit_mcp.core.config import LensRule, SessionConfig
 from audit_mcp.engine.coverage import build_cells
-from audit_mcp.engine.languages import import_edges
+from audit_mcp.engine.imports import import_edges
 from audit_mcp.usecases.service import AuditService
 from tests.driving import first_review
 

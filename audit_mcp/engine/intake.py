@@ -24,8 +24,9 @@ from audit_mcp.engine.attributes import Attributes
 from audit_mcp.engine.coverage import max_unit_chars
 from audit_mcp.engine.git import GitReader, paths_of
 from audit_mcp.engine.ignores import walk_paths
+from audit_mcp.engine.imports import ImportResolver, import_candidates, reads_imports
 from audit_mcp.engine.incremental import changed_since
-from audit_mcp.engine.languages import ImportResolver, detect_language, import_candidates, reads_imports
+from audit_mcp.engine.languages import detect_language
 from audit_mcp.engine.scoping import Scoper
 from audit_mcp.store.records import FileRow
 
