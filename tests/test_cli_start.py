@@ -1,5 +1,6 @@
-"""The command line loads what a verb uses: ``--version`` no use case, ``quota`` and ``status`` their own and
-not the service's others (merge, submission, report), and they answer as the service does."""
+"""The command line loads what a verb uses: ``--version`` no use case and no pydantic, ``quota`` and ``status``
+their own and not the service's others (merge, submission, report), nor the packer and the prompts when the
+forecast is recorded in the store (``quota`` not the prompts either), and they answer as the service does."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ _OTHER_USE_CASES = (
     "audit_mcp.usecases.submission",
     # The validation of answers (and their input models): a forecast and a status validate nothing.
     "audit_mcp.engine.opinion_validation",
+    # The packer: the dispatch recorded the next run's packets, which the views read.
+    "audit_mcp.usecases.packing",
 )
+_PROMPTS = ("audit_mcp.engine.packet_prompts", "audit_mcp.engine.opinion_prompts")  # nor does a quota write any
 
 
 def _run(*argv: str) -> tuple[str, set[str]]:
@@ -40,7 +44,9 @@ def test_version_loads_no_use_case() -> None:
         text=True,
         check=True,
     )
-    assert "audit_mcp.usecases.workspace" not in proc.stdout and "audit_mcp.usecases.service" not in proc.stdout
+    loaded = set(json.loads(proc.stdout.replace("'", '"')))
+    assert "audit_mcp.usecases.workspace" not in loaded and "audit_mcp.usecases.service" not in loaded
+    assert "pydantic" not in loaded, "the parser and --version build no model"
 
 
 def test_quota_and_status_load_their_own_use_case_only_and_answer_as_the_service(repo: Path) -> None:
@@ -48,7 +54,7 @@ def test_quota_and_status_load_their_own_use_case_only_and_answer_as_the_service
     assert service.next_step({"can_dispatch_subagents": True}).step_kind
     at = ("--root", str(repo))
     out, loaded = _run("quota", *at)
-    assert "audit_mcp.usecases.quota" in loaded and not loaded & set(_OTHER_USE_CASES), loaded
+    assert "audit_mcp.usecases.quota" in loaded and not loaded & {*_OTHER_USE_CASES, *_PROMPTS}, loaded
     quota = json.loads(out)
     expected = json.loads(service.quota().model_dump_json())
     assert quota["forecast"] == expected["forecast"]

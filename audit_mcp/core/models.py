@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 CONTRACT_VERSION = "audit-mcp/1"
 
 StepKind = Literal["capability_check", "dispatch_review", "single_task_fallback", "wait", "present_report", "blocked"]
 
 
-class HostCapabilities(BaseModel):
+class _Model(BaseModel):
+    # A model's validator and serializer are built when it is first used, not when this module loads: a
+    # command-line verb uses two or three of these, and need not pay for building the others.
+    model_config = ConfigDict(defer_build=True)
+
+
+class HostCapabilities(_Model):
     can_dispatch_subagents: bool | None = None
     can_restrict_subagent_tools: bool = False
     can_select_subagent_model: bool = False
@@ -26,7 +32,7 @@ class HostCapabilities(BaseModel):
     sources: dict[str, str] = Field(default_factory=dict, description="Where each value came from.")
 
 
-class Step(BaseModel):
+class Step(_Model):
     """What the host must do next, and nothing else."""
 
     contract_version: str = CONTRACT_VERSION
@@ -79,12 +85,12 @@ class Step(BaseModel):
     )
 
 
-class Problem(BaseModel):
+class Problem(_Model):
     location: str
     message: str
 
 
-class Receipt(BaseModel):
+class Receipt(_Model):
     """The answer to a submission: accepted or not, and exactly what to fix."""
 
     accepted: bool
@@ -100,7 +106,7 @@ class Receipt(BaseModel):
     next_action: str
 
 
-class FileReceipt(BaseModel):
+class FileReceipt(_Model):
     """The receipt of one results file of ``ingest-results`` or ``validate-results``."""
 
     file: str
@@ -108,7 +114,7 @@ class FileReceipt(BaseModel):
     receipt: Receipt
 
 
-class EvidenceReceipt(BaseModel):
+class EvidenceReceipt(_Model):
     """The answer to attaching runtime evidence: what was stored and what it did to the finding."""
 
     accepted: bool
@@ -124,7 +130,7 @@ class EvidenceReceipt(BaseModel):
     next_action: str
 
 
-class RequeuedTask(BaseModel):
+class RequeuedTask(_Model):
     task_id: str
     file: str
     lens: str
@@ -132,7 +138,7 @@ class RequeuedTask(BaseModel):
     state: Literal["pending", "failed"]
 
 
-class MergeSummary(BaseModel):
+class MergeSummary(_Model):
     run_id: str
     already_merged: bool = False
     packets_merged: int
@@ -168,12 +174,12 @@ class MergeSummary(BaseModel):
     next_action: str
 
 
-class WaitingPacket(BaseModel):
+class WaitingPacket(_Model):
     packet_id: str
     not_before_seconds: float = Field(description="Earliest start, in seconds after the run's first subagent started.")
 
 
-class PlanStatus(BaseModel):
+class PlanStatus(_Model):
     """A run in flight, now: what the host should do with the packets it has not launched yet."""
 
     run_id: str
@@ -197,13 +203,13 @@ class PlanStatus(BaseModel):
     next_action: str
 
 
-class LimitView(BaseModel):
+class LimitView(_Model):
     value: int
     source: str
     confidence: Literal["low", "medium", "high"]
 
 
-class QuotaStatus(BaseModel):
+class QuotaStatus(_Model):
     provider: str
     model: str
     limits: dict[str, LimitView]
@@ -216,7 +222,7 @@ class QuotaStatus(BaseModel):
     notes: list[str]
 
 
-class StatusView(BaseModel):
+class StatusView(_Model):
     repo_root: str
     artifacts_dir: str
     audit_id: int | None

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from audit_mcp.engine.opinion_prompts import VerifyTask
 from audit_mcp.engine.packets import PacketPlan, Unit, unit_tokens
 from audit_mcp.store.records import Cell, FileRow
+
+if TYPE_CHECKING:  # the prompts (and what they load) are for packets being written, not for counting them
+    from audit_mcp.engine.opinion_prompts import VerifyTask
 
 MAX_VERIFY_TASKS = 8
 TOKENS_PER_VERIFICATION = 2_500  # the callers, guards and configuration a verifier reads, and its answer

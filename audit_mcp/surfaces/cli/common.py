@@ -9,15 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from pydantic import BaseModel
-
 from audit_mcp.core.errors import InputError, PathError
 from audit_mcp.core.escape import terminal
-from audit_mcp.core.fs import read_capped
-from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json
 from audit_mcp.surfaces.cli.exits import EXIT_USAGE
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from audit_mcp.usecases.service import AuditService
     from audit_mcp.usecases.workspace import Workspace
 
@@ -103,26 +101,29 @@ def _opened(kind: type[W], args: argparse.Namespace) -> W:
     )
 
 
-MAX_INPUT_BYTES = 4 * MAX_PAYLOAD_CHARS
-
-
 def read_input(source: str, where: str) -> bytes:
-    """The bytes of a JSON input file ('-' is stdin), at most ``MAX_INPUT_BYTES``; ``InputError`` otherwise."""
+    """The bytes of a JSON input file ('-' is stdin), at most four times what a payload may hold; ``InputError``
+    otherwise."""
+    # Loaded by the verbs that read input only: the views and --version never do.
+    from audit_mcp.core.fs import read_capped
+    from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS
+
+    limit = 4 * MAX_PAYLOAD_CHARS
     try:
-        data = (
-            sys.stdin.buffer.read(MAX_INPUT_BYTES + 1) if source == "-" else read_capped(Path(source), MAX_INPUT_BYTES)
-        )
+        data = sys.stdin.buffer.read(limit + 1) if source == "-" else read_capped(Path(source), limit)
     except (OSError, PathError) as exc:
         raise InputError(
             [(where, f"cannot read {source}: {exc}")], "Nothing changed. Fix the path and run again."
         ) from exc
-    if len(data) > MAX_INPUT_BYTES:
-        raise InputError([(where, f"{source} is over {MAX_INPUT_BYTES} bytes")], "Nothing changed. Send less.")
+    if len(data) > limit:
+        raise InputError([(where, f"{source} is over {limit} bytes")], "Nothing changed. Send less.")
     return data
 
 
 def read_json(source: str, where: str = "/") -> Any:
     """The JSON value in a file ('-' is stdin); malformed text of any kind is an ``InputError``."""
+    from audit_mcp.engine.checks import decode_json
+
     value, problem = decode_json(read_input(source, where))
     if problem is not None:
         raise InputError([(where, f"{source}: {problem}")], "Nothing changed. Fix the file and run again.")
@@ -144,12 +145,12 @@ def emit_refusal(exc: InputError) -> None:
 def emit(value: BaseModel | dict[str, Any] | str) -> None:
     """JSON (or a text for people) on stdout; text never carries a terminal escape sequence, and neither does
     JSON shown on a terminal (its strings can hold file names and reviewer text)."""
-    if isinstance(value, BaseModel):
-        text = value.model_dump_json(indent=2) + "\n"
-    elif isinstance(value, dict):
+    if isinstance(value, dict):
         text = json.dumps(value, indent=2) + "\n"
-    else:
+    elif isinstance(value, str):
         text = terminal(value if value.endswith("\n") else value + "\n")
+    else:  # a result model (pydantic, loaded only by the verbs that return one)
+        text = value.model_dump_json(indent=2) + "\n"
     sys.stdout.write(terminal(text) if sys.stdout.isatty() else text)
 
 
