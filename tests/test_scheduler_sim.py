@@ -19,10 +19,11 @@ from benchmarks.scheduler_sim import (
     run_packets,
     scenarios,
     simulate,
+    subgrid,
     workload,
 )
 from benchmarks.sim.host import Fixed
-from benchmarks.sim.strategies import MAX_ATTEMPTS, best_fixed, run_audit
+from benchmarks.sim.strategies import MAX_ATTEMPTS, POLITE_SHARE, best_fixed, run_audit
 
 
 class _Told:
@@ -163,6 +164,16 @@ def test_the_best_fixed_width_in_hindsight_is_no_slower_than_any_fixed_width() -
     assert every[width - 1].makespan == best.makespan
 
 
+def test_the_best_fixed_width_within_the_429_target_meets_at_most_its_share_of_429s() -> None:
+    sc = Scenario("low", "cached", 6, "rolling", "known", 4, 11)
+    polite, width = best_fixed(sc, polite=True)
+    every = [simulate(sc, f"fixed:{w}") for w in range(1, 5)]
+    within = [o for w, o in enumerate(every, 1) if w == 1 or o.rate_limited <= POLITE_SHARE * o.calls]
+    assert polite.makespan == min(o.makespan for o in within if not o.unfinished_files)
+    assert polite.rate_limited <= POLITE_SHARE * polite.calls or width == 1
+    assert polite.makespan >= best_fixed(sc)[0].makespan
+
+
 def test_a_file_whose_packet_fails_max_attempts_times_is_given_up() -> None:
     sc = Scenario("low", "uncached", 4, "rolling", "known", 20, 5)
     files = [("f00000", 40_000)]  # cut in two pieces of 20k: every call re-sends more than the bucket holds
@@ -194,6 +205,32 @@ def test_the_grid_repeats_its_small_shapes_with_random_429s() -> None:
     assert all((sc.tier, sc.accounting, sc.packets, sc.kind, sc.limits, sc.cap) in calm for sc in noisy)
 
 
+@pytest.mark.parametrize(
+    ("filters", "kept"),
+    [
+        pytest.param([], 768, id="no-filter-keeps-the-quick-grid"),
+        pytest.param(["tier=low"], 256, id="one-field"),
+        pytest.param(["tier=low,mid"], 512, id="one-field-two-values"),
+        pytest.param(["tier=low", "kind=whole_wave", "noise=0"], 64, id="fields-combine"),
+        pytest.param(["noise=5e-3"], 192, id="numbers-by-value"),
+        pytest.param(["cap=3", "packets=20"], 96, id="integers"),
+        pytest.param(["tier=none"], 0, id="no-match"),
+    ],
+)
+def test_a_sub_grid_keeps_the_scenarios_whose_fields_match(filters: list[str], kept: int) -> None:
+    wanted = subgrid(filters)
+    assert sum(wanted(sc) for sc in scenarios(quick=True, seeds=1)) == kept
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [pytest.param("tier", id="no-value"), pytest.param("seed=3", id="not-a-field"), pytest.param("tier=", id="empty")],
+)
+def test_a_sub_grid_filter_that_names_no_field_and_value_is_refused(bad: str) -> None:
+    with pytest.raises(ValueError, match="FIELD=V1"):
+        subgrid([bad])
+
+
 def test_the_simulator_s_help_lists_every_switch(capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks import scheduler_sim
 
@@ -201,7 +238,8 @@ def test_the_simulator_s_help_lists_every_switch(capsys: pytest.CaptureFixture[s
         scheduler_sim.main(["--help"])
     assert exit_.value.code == 0
     shown = " ".join(capsys.readouterr().out.split())
-    assert all(switch in shown for switch in ("--quick", "--noise", "--jobs", "--seeds", "--json", "--strategies"))
+    switches = ("--quick", "--noise", "--jobs", "--seeds", "--json", "--strategies", "--only")
+    assert all(switch in shown for switch in switches)
     assert all(name in shown for name in scheduler_sim.ABLATIONS)
 
 

@@ -17,7 +17,9 @@ depend only on the seed and its contents, so equal packings give equal packets.
   ``best_fixed`` is the best of them for the scenario, chosen in hindsight. ``best_fixed_ceiling`` is the
   same search for an operator who must also obey the limits the scenario configures (``half``): its
   provider refuses what exceeds the lower of the true and the configured limits, and it packs for those.
-  Everywhere else no configured limit is below the truth, and it is ``best_fixed``.
+  Everywhere else no configured limit is below the truth, and it is ``best_fixed``. ``best_fixed_polite``
+  is the same search among the widths whose calls meet at most ``POLITE_SHARE`` of 429s (the target the
+  scheduler is held to); where ``best_fixed`` keeps to it, it is ``best_fixed``.
 """
 
 from __future__ import annotations
@@ -480,7 +482,13 @@ def _finished(result: tuple[Outcome, float] | None) -> tuple[Outcome, float]:
     return result
 
 
-def best_fixed(sc: Scenario, guess: int | None = None, *, ceiling: bool = False) -> tuple[Outcome, int]:
+# ``best_fixed_polite`` keeps to the target the scheduler is held to: at most this share of its calls refused.
+POLITE_SHARE = 0.01
+
+
+def best_fixed(
+    sc: Scenario, guess: int | None = None, *, ceiling: bool = False, polite: bool = False
+) -> tuple[Outcome, int]:
     """The best fixed width for the scenario in hindsight (every width from 1 to the host's, at most 16): the
     fewest files left unreviewed, then the shortest makespan. With ``ceiling``, for an operator who obeys the
     configured limits too: the provider refuses what exceeds ``ceiling_of(sc)``, and the packets are packed
@@ -489,7 +497,8 @@ def best_fixed(sc: Scenario, guess: int | None = None, *, ceiling: bool = False)
     ``guess`` (e.g. the oracle's width) is tried first. Every other width is followed only while it can still
     win: a width is abandoned once its clock passes the best makespan found (when that one reviewed every
     file), or once it gives a file up; and once the slots alone (Σ durations / w) bound a width's makespan
-    above the best, it is not tried at all.
+    above the best, it is not tried at all. With ``polite``, only widths whose calls met at most
+    ``POLITE_SHARE`` of 429s count (width 1 always does): the best a fixed width does within the 429 target.
     """
     files = code_of(sc)
     limits_of = ceiling_of(sc) if ceiling else None
@@ -513,6 +522,8 @@ def best_fixed(sc: Scenario, guess: int | None = None, *, ceiling: bool = False)
         if result is None:
             continue
         outcome = result[0]
+        if polite and width > 1 and outcome.rate_limited > POLITE_SHARE * outcome.calls:
+            continue
         if best is None or (outcome.unfinished_files, outcome.makespan) < (best[0].unfinished_files, best[0].makespan):
             best = (outcome, width)
     assert best is not None
