@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import uuid
+import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,20 +39,50 @@ def _isolated_learned_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("AUDIT_MCP_AUDIT_NAME", raising=False)
 
 
+_POOLS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def close_pools(dsn: str | None = None) -> None:
+    """Close the connection pools of the stores tests opened (those on ``dsn``'s database only, when given) and did not
+    close. A pool left open on a database that is then dropped, or on a server that is stopped, retries its
+    connections in a thread for minutes, drawing jitter from the global ``random``, which Hypothesis reports
+    as a strategy using it in any test that runs meanwhile."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    wanted = None if dsn is None else conninfo_to_dict(dsn).get("dbname")
+    for pool in list(_POOLS):
+        if wanted is None or conninfo_to_dict(pool.conninfo).get("dbname") == wanted:
+            pool.close(timeout=5)
+            _POOLS.discard(pool)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     """One throwaway PostgreSQL server for the whole test run (skipped only where none is installed; CI
-    installs one and sets AUDIT_MCP_REQUIRE_POSTGRES, so there a missing server fails instead)."""
+    installs one and sets AUDIT_MCP_REQUIRE_POSTGRES, so there a missing server fails instead). Every
+    store's connection pool opened meanwhile is tracked, so ``close_pools`` can close those left open."""
     bindir = pg_bindir()
     if bindir is None:
         if os.environ.get("AUDIT_MCP_REQUIRE_POSTGRES"):
             pytest.fail("AUDIT_MCP_REQUIRE_POSTGRES is set but no PostgreSQL binaries (initdb, pg_ctl) were found")
         pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl) on this machine: apt-get install postgresql")
+    from psycopg_pool import ConnectionPool
+
+    import audit_mcp.store.postgres as postgres
+
+    class TrackedPool(ConnectionPool):  # type: ignore[type-arg]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            _POOLS.add(self)
+
     server = PgServer(bindir).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(postgres, "ConnectionPool", TrackedPool)
+        try:
+            yield server
+        finally:
+            close_pools()
+            server.stop()
 
 
 @pytest.fixture
@@ -63,6 +94,7 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
     with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     yield pg_server.dsn(name)
+    close_pools(pg_server.dsn(name))
     with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 

@@ -14,7 +14,7 @@ import pytest
 
 from audit_mcp.store.postgres import PostgresStore
 from audit_mcp.usecases.service import AuditService
-from tests.conftest import git
+from tests.conftest import close_pools, git
 from tests.driving import first_review, opinions, read_launch_lists
 from tests.pg_server import PgServer
 
@@ -40,6 +40,7 @@ def linguistic_url(pg_server: PgServer) -> Iterator[str]:
         with psycopg.connect(pg_server.dsn(name)) as check:
             assert check.execute("SELECT 'B' < 'a'").fetchone() == (False,)  # linguistic indeed
     yield pg_server.dsn(name)
+    close_pools(pg_server.dsn(name))
     with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
