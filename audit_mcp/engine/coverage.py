@@ -9,6 +9,7 @@ from audit_mcp.engine.file_kinds import FileKind
 from audit_mcp.engine.languages import chars_per_token
 from audit_mcp.engine.lens_map import LensSelector
 from audit_mcp.store.records import OPEN_STATES, Cell, CellState, FileRow, Matrix
+from audit_mcp.store.units import task_id
 
 # One file or chunk takes at most this share of a packet's token budget (the rest: the prompt, other files).
 UNIT_BUDGET_SHARE = 0.5
@@ -65,7 +66,7 @@ def build_cells(files: Sequence[FileRow], config: SessionConfig) -> list[Cell]:
         for lens in matrix.lens_sets[index]:
             cells.append(
                 Cell(
-                    f"T{len(cells) + 1:05d}",
+                    task_id(len(cells) + 1),
                     path,
                     start,
                     end,

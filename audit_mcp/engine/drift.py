@@ -24,6 +24,7 @@ from audit_mcp.engine.intake import repository_attributes, rescan
 from audit_mcp.engine.scoping import Scoper
 from audit_mcp.store.records import Cell, CellKind, CellState, FileRow
 from audit_mcp.store.tx import Tx
+from audit_mcp.store.units import task_id
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def _cells_for(after: FileRow, cells: list[Cell], config: SessionConfig, last: i
     for cell in build_cells([after], config):
         if cell.lens in lenses:
             last += 1
-            out.append(_renumber(cell, f"T{last:05d}"))
+            out.append(_renumber(cell, task_id(last)))
     return out
 
 
