@@ -1,7 +1,8 @@
 """A forecast recorded in the store is the forecast a fresh packing gives: the one a dispatch records for the
 run after its own and the one a forecast records for other processes, on audits with chunked files, import
 neighbours, several lens sets and requeued cells, at several budgets and run sizes, on SQLite and
-PostgreSQL; the command line reads it too. A record holds only at the queue generation it was made at."""
+PostgreSQL; the command line reads it too. A host's merge forecasts the next run, so the views after it pack
+nothing. A record holds only at the queue generation it was made at."""
 
 from __future__ import annotations
 
@@ -70,9 +71,17 @@ def test_the_forecast_recorded_at_a_dispatch_or_a_forecast_is_a_fresh_packings(
         first = plan["packets"][0]
         receipt = service.submit_packet(plan["run_id"], first["packet_id"], _answer(first, 1 + rounds))
         assert receipt.accepted, receipt.errors
-        service.merge_and_ingest(plan["run_id"], [])
+        summary = service.merge_and_ingest(plan["run_id"], [])
+        # A merge forecasts the next run once it has committed: the views after it, in this process, in a
+        # fresh one and on the command line, pack nothing, and show what a fresh packing gives. (A shared
+        # store merges once every packet is in: there this merge only records and waits.)
+        before = len(packings)
         merged = _views(service)
-        assert _views(AuditService(root)) == merged == _fresh(root, packings)
+        assert _views(AuditService(root)) == merged, "the merge recorded the next run in the store"
+        cli = subprocess.run(quota, capture_output=True, text=True, check=True)
+        assert json.loads(cli.stdout)["forecast"] == merged[0]
+        assert summary.waiting_packets or len(packings) == before, "the merge forecast the next run"
+        assert _fresh(root, packings) == merged
     assert rounds == 2, "three runs dispatched and merged"
 
 

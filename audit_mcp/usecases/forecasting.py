@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.models import HostCapabilities
+from audit_mcp.engine import hosts
 from audit_mcp.engine.dispatch import TIER_ORDER, PacketSpec
 from audit_mcp.scheduling.budget import packet_token_budget
 from audit_mcp.scheduling.limits import ResolvedLimits
@@ -252,6 +253,21 @@ def _specs(ws: Workspace, packed: Packed, run_id: str) -> list[PacketSpec]:
         packet_id = f"{run_id}-P{n:02d}"
         specs.append(PacketSpec(packet_id, packet_plan, prompts / f"{packet_id}.md", packed.kind))
     return specs
+
+
+def forecast_for_remembered_host(ws: Workspace, config: SessionConfig) -> None:
+    """Forecast the next run for the host the audit remembers, as ``status`` does, so that its sizes are kept in
+    process and recorded in the store: the first ``status`` or ``quota`` after a merge then packs nothing. Called
+    once a merge and what it taught are committed (the budget depends on the learned state)."""
+    with ws.store.read() as tx:
+        audit = tx.current_audit()
+        if audit is None or audit.abandoned_at:
+            return
+        remembered = audit.host_caps
+        caps = hosts.resolve(
+            {}, remembered, config.host, hosts.remembered_client(remembered), config.scheduler.wave_kind
+        )
+        plan_next_run(ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False, reuse=True)
 
 
 def forecast(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from audit_mcp.scheduling.worker_output import WorkerReport, describe
 from audit_mcp.store.records import FileRow
 from audit_mcp.usecases import claiming, verifying
 from audit_mcp.usecases.deferred import ingest_deferred
+from audit_mcp.usecases.forecasting import forecast_for_remembered_host
 from audit_mcp.usecases.inflight import in_flight, learn_measured_usage
 from audit_mcp.usecases.rates import learn_from_run
 from audit_mcp.usecases.workspace import Workspace
@@ -169,6 +170,8 @@ def merge_and_ingest(
         for numbers, estimated_tokens in measured:
             learn_measured_usage(ws, flight, estimated_tokens, numbers)
         learn_from_run(ws, flight.context.key, taught, flight.learning(ws.clock()))
+    if actor == "host":  # the tool's or the command's: what the host calls next (status, quota) packs nothing
+        forecast_for_remembered_host(ws, config)  # (the headless runner and the engine dispatch at once instead)
     still = [r for r in outcome.requeued if r.state == "pending"]
     tell(progress, 2, 2, f"merged run {run_id}: {outcome.covered} task(s) covered, {len(still)} requeued")
     return MergeSummary(
