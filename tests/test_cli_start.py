@@ -64,3 +64,46 @@ def test_quota_and_status_load_their_own_use_case_only_and_answer_as_the_service
     status = json.loads(out)
     expected = json.loads(service.status().model_dump_json())
     assert status["coverage"] == expected["coverage"] and status["forecast"] == expected["forecast"]
+
+
+def test_submit_packet_and_plan_status_load_their_own_use_case_only_and_record_as_the_service(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A subagent's shell fallback starts ``submit-packet`` once per packet, a host ``plan-status`` between
+    waves: each loads its use case, not the service's others (the report, the stages; submit-packet neither
+    the merge nor the packer)."""
+    (repo / ".audit-mcp.toml").write_text("context_pass = false\nverification_pass = false\n")
+    service = AuditService(repo)
+    step = service.next_step({"can_dispatch_subagents": True})
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    run_id, packet = plan["run_id"], plan["packets"][0]
+    at = ("--root", str(repo))
+    others = {"audit_mcp.usecases.service", "audit_mcp.findings.report", "audit_mcp.usecases.stages"}
+    out, loaded = _run("plan-status", "--run-id", run_id, "--launched", packet["packet_id"], *at)
+    assert "audit_mcp.usecases.plan_status" in loaded and not loaded & others, loaded
+    assert json.loads(out)["run_id"] == run_id
+    results = tmp_path / "results.json"
+    answers = [
+        {
+            "task_id": t["task_id"],
+            "status": "reviewed",
+            "findings": [],
+            "summary": f"Read {t['file']} lines {t['start_line']}-{t['end_line']} under {t['lens']}: nothing to "
+            "report; the inputs it takes are checked before use.",
+        }
+        for t in packet["tasks"]
+    ]
+    results.write_text(json.dumps(answers))
+    out, loaded = _run(
+        "submit-packet", "--run-id", run_id, "--packet-id", packet["packet_id"], "--results", str(results), *at
+    )
+    assert "audit_mcp.usecases.submission" in loaded, loaded
+    assert not loaded & {*others, "audit_mcp.usecases.merging", "audit_mcp.usecases.packing"}, loaded
+    receipt = json.loads(out)
+    assert receipt["accepted"], receipt
+    # The service reads what the command recorded: the packet's answer, and a second one is a duplicate.
+    runs = {r["run_id"]: r for r in service.status().runs}
+    assert runs[run_id]["submitted"] == 1
+    again = service.submit_packet(run_id, packet["packet_id"], answers)
+    assert receipt["tasks_covered"] == len(answers) and not receipt["duplicate"]
+    assert again.accepted and again.duplicate

@@ -6,7 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from audit_mcp.surfaces.cli.common import Subparsers, bool_arg, emit, read_input, read_json, service_for, verb
+from audit_mcp.surfaces.cli.common import (
+    Subparsers,
+    bool_arg,
+    emit,
+    read_input,
+    read_json,
+    service_for,
+    verb,
+    workspace_for,
+)
 from audit_mcp.surfaces.cli.exits import EXIT_BLOCKED, EXIT_OK, EXIT_REFUSED
 from audit_mcp.surfaces.terminal import TerminalProgress
 
@@ -148,9 +157,11 @@ def _lens_list(text: str) -> list[str]:
 
 
 def _submit_packet(args: argparse.Namespace) -> int:
-    service = service_for(args)
+    # The use case alone, not the service's every one: a subagent's shell fallback starts this once per packet.
+    from audit_mcp.usecases.submission import submit_packet
+
     # The bytes as they are: submit_packet decodes them and refuses malformed text with a receipt.
-    receipt = service.submit_packet(args.run_id, args.packet_id, read_input(args.results, "/results"))
+    receipt = submit_packet(workspace_for(args), args.run_id, args.packet_id, read_input(args.results, "/results"))
     emit(receipt)
     if not receipt.accepted:
         print(
@@ -164,7 +175,9 @@ def _submit_packet(args: argparse.Namespace) -> int:
 def _plan_status(args: argparse.Namespace) -> int:
     failures = read_json(args.failures, "/failures") if args.failures else []
     launched = [p.strip() for item in args.launched for p in item.split(",") if p.strip()]
-    emit(service_for(args).plan_status(args.run_id, failures, launched))
+    from audit_mcp.usecases.plan_status import plan_status  # the use case alone, as for submit-packet
+
+    emit(plan_status(workspace_for(args), args.run_id, failures, launched))
     return EXIT_OK
 
 
