@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from audit_mcp.core.config import LensRule, SessionConfig
 from audit_mcp.engine.coverage import build_cells
 from audit_mcp.engine.imports import import_edges
@@ -81,6 +83,30 @@ def test_the_string_scan_reads_only_lines_that_can_import() -> None:
         "import last"  # the last line, without a newline
     )
     assert import_edges("main.py", "python", text, known) == {"tabbed.py", "pkg/a.py", "pkg/b.py", "last.py"}
+
+
+@pytest.mark.parametrize("between", [0, 1, 40, 2_000], ids=["together", "one-apart", "apart", "far-apart"])
+def test_import_lines_read_the_same_together_or_spread_through_a_long_file(between: int) -> None:
+    known = {"pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/sub/c.py", "util.py", "d.py", "last.py"}
+    lines = [
+        "import util, d",
+        "x = 'import pkg.b'  # the word, but not an import",
+        "from . import a",
+        "    from .sub import c as see  # indented, inside a function",
+        "from ..pkg.b import (thing,",
+        "import last",
+    ]
+    filler = ["value = compute(value) + 1  # ordinary code"] * between
+    text = "\n".join(part for line in lines for part in (*filler, line))
+    assert import_edges("pkg/main.py", "python", text, known) == {
+        "util.py",
+        "d.py",
+        "pkg/a.py",
+        "pkg/sub/c.py",
+        "pkg/__init__.py",
+        "pkg/b.py",
+        "last.py",
+    }
 
 
 def test_javascript_imports_across_lines_and_requires_become_edges() -> None:
