@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
 from pathlib import Path
+
+import pytest
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.engine.intake import build_manifest
@@ -66,3 +71,41 @@ def test_the_snapshot_records_head_and_dirtiness(repo: Path) -> None:
     dirty = build_manifest(repo, repo / ".audit-mcp", SessionConfig())
     assert dirty.git_dirty and dirty.digest != clean.digest
     git(repo, "status")
+
+
+def _with_size_at_fstat(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """Every ``fstat`` says the file had ``size`` bytes: as if it grew or shrank between fstat and read."""
+    real = os.fstat
+
+    def fstat(fd: int) -> os.stat_result:
+        st = real(fd)
+        fields = list(st)
+        fields[stat.ST_SIZE] = size
+        return os.stat_result(fields, {"st_mtime_ns": st.st_mtime_ns, "st_ctime_ns": st.st_ctime_ns})
+
+    monkeypatch.setattr(os, "fstat", fstat)
+
+
+@pytest.mark.parametrize("size_at_fstat", [0, 100, 4_999], ids=["was-empty", "was-small", "one-byte-under"])
+def test_a_file_that_grows_past_the_limit_while_read_is_skipped_as_oversize(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size_at_fstat: int
+) -> None:
+    (tmp_path / "grows.py").write_bytes(b"x = 1\n" * 2_000)
+    _with_size_at_fstat(monkeypatch, size_at_fstat)
+    row = build_manifest(tmp_path, tmp_path / ".audit-mcp", SessionConfig(max_file_bytes=5_000)).files[0]
+    assert (row.scope, row.size) == ("skipped", 5_001)
+    assert row.skip_reason == "oversize: more than max_file_bytes 5000 (raise it in the config)"
+
+
+@pytest.mark.parametrize(
+    "size_at_fstat", [0, 6, 11_999, 12_001, 20_000], ids=["grew", "grew", "grew", "shrank", "shrank"]
+)
+def test_a_file_whose_size_moved_while_read_is_hashed_with_every_byte_it_had(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size_at_fstat: int
+) -> None:
+    data = b"x = 1\n" * 2_000
+    (tmp_path / "moves.py").write_bytes(data)
+    _with_size_at_fstat(monkeypatch, size_at_fstat)
+    row = build_manifest(tmp_path, tmp_path / ".audit-mcp", SessionConfig()).files[0]
+    assert (row.scope, row.size, row.line_count) == ("review", len(data), 2_000)
+    assert row.sha256 == hashlib.sha256(data).hexdigest()

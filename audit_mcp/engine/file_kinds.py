@@ -98,7 +98,16 @@ def file_kind(path: str, language: str, *, documentation: bool = False) -> FileK
     if language in DATA_LANGUAGES:
         return FileKind.DATA
     lowered = path.lower()
-    cut = lowered.rfind("/")
+    return kind_of_name(path, language, lowered, lowered.rfind("/"))
+
+
+def kind_of_name(path: str, language: str, lowered: str, cut: int, documentation: bool = False) -> FileKind:
+    """``file_kind`` from ``path``'s lowered form and the place of its last slash in it, when the caller
+    has them already."""
+    if documentation or language in DOC_LANGUAGES:
+        return FileKind.DOCS
+    if language in DATA_LANGUAGES:
+        return FileKind.DATA
     name = lowered[cut + 1 :]
     if name in _BUILD_NAMES or language in BUILD_LANGUAGES or lowered.startswith(_CI_DIRS):
         return FileKind.BUILD

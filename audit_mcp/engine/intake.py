@@ -10,7 +10,7 @@ import posixpath
 import re
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +20,7 @@ import pathspec
 from audit_mcp.core.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.engine import attributes, file_stat
-from audit_mcp.engine.attributes import Attributes
+from audit_mcp.engine.attributes import UNSPECIFIED, Attributes
 from audit_mcp.engine.coverage import max_unit_chars
 from audit_mcp.engine.git import GitReader, paths_of
 from audit_mcp.engine.ignores import walk_paths
@@ -127,84 +127,117 @@ def repository_attributes(root: Path, paths: list[str]) -> dict[str, Attributes]
     return linguist_attributes(git, paths)
 
 
-def _scan_file(root: Path, rel: str, scoper: Scoper, *, imports: bool = True) -> tuple[FileRow, list[str] | None]:
-    """One manifest row, and what the file names as imports when it is in scope (unresolved; read only
-    when ``imports``). ``root`` is already resolved."""
+_Scanned = tuple[FileRow, list[str] | None]
+
+
+def _scanner(root: Path, scoper: Scoper, *, imports: bool = True) -> Callable[[str], _Scanned]:
+    """What reads one file of ``root`` (already resolved) into its manifest row, and what it names as
+    imports when it is in scope (unresolved; read only when ``imports``). Everything that is the same for
+    every file is looked up once here: this runs once per file of the repository."""
     config = scoper.config
-    language = detect_language(rel)
-    full = f"{root}{os.sep}{rel}"  # a plain string: this runs once per file of the repository
+    limit = config.max_file_bytes
+    base = f"{root}{os.sep}"  # a plain string joined to each name, not a Path
+    judge, by_header, attributes = scoper.judge, scoper.by_header, scoper.attributes
+    units: dict[str, int] = {}  # the widest line a packet holds, by language
+    time_ns, os_open, fstat, read, close, is_regular = time.time_ns, os.open, os.fstat, os.read, os.close, stat.S_ISREG
+    sha256, record = hashlib.sha256, file_stat.record
 
-    def skipped(reason: str, size: int = 0, sha: str = "", lines: int = 0) -> tuple[FileRow, None]:
-        return FileRow(rel, language, size, lines, sha, "skipped", reason, scoper.kind(rel, language)), None
+    def scan(rel: str) -> _Scanned:
+        language = detect_language(rel)
+        full = base + rel
+        read_at = time_ns()
+        try:
+            if not _NOFOLLOW and Path(full).is_symlink():
+                raise OSError(errno.ELOOP, "symbolic link")
+            # O_NOFOLLOW: a symlink is never followed here (ELOOP sends it to the check below), even one swapped
+            # in after listing; O_NONBLOCK: opening a FIFO does not wait for a writer.
+            fd = os_open(full, _OPEN_FLAGS)
+        except OSError as exc:
+            return _skipped(scoper, rel, language, _unopened(root, full, exc))
+        try:
+            st = fstat(fd)
+            if not is_regular(st.st_mode):
+                return _skipped(scoper, rel, language, "not a regular file")
+            size = st.st_size
+            if size > limit:
+                reason = f"oversize: {size} bytes > max_file_bytes {limit} (raise it in the config)"
+                return _skipped(scoper, rel, language, reason, size)
+            # One byte more than its size: a file that grew since fstat reads on (up to the limit). A read of
+            # exactly its size reached its end, so the read that would return nothing is not made.
+            data = read(fd, size + 1)
+            if len(data) != size:
+                data = _read_rest(fd, data, limit)
+        except OSError as exc:
+            return _skipped(scoper, rel, language, f"unreadable: {exc.strerror or exc}")
+        finally:
+            close(fd)
+        size = len(data)
+        if size > limit:
+            reason = f"oversize: more than max_file_bytes {limit} (raise it in the config)"
+            return _skipped(scoper, rel, language, reason, size)
+        if data[:2] == b"#!":  # a file its name says nothing about may have a shebang (nothing else changes)
+            language = detect_language(rel, data[:256])
+        marks = attributes.get(rel, UNSPECIFIED) if attributes else UNSPECIFIED
+        kind, why = judge(rel, language, marks)
+        sha = sha256(data).hexdigest()
+        if why is None:
+            why = _content_skip(data, size, marks, by_header, rel)
+        if why is None:
+            if (unit := units.get(language)) is None:
+                unit = units[language] = max_unit_chars(language, config)
+            if (wide := _wide_line(data, unit)) is not None:
+                why = (
+                    f"minified or one-line file: a line of {wide} characters, more than one review packet can "
+                    f"hold (max_packet_tokens {config.max_packet_tokens}); review its source form, or exclude it"
+                )
+        if why is not None:
+            return FileRow(rel, language, size, 0, sha, "skipped", why, kind), None
+        # Counted on the bytes: a newline is never part of a multi-byte UTF-8 sequence nor of a replacement.
+        lines = data.count(b"\n") + (data[-1] != 10)
+        named = import_candidates(rel, language, data) if imports and reads_imports(language) else []
+        return FileRow(rel, language, size, lines, sha, "review", None, kind, record(st, scoper, rel, read_at)), named
 
-    read_at = time.time_ns()
-    try:
-        if not _NOFOLLOW and Path(full).is_symlink():
-            raise OSError(errno.ELOOP, "symbolic link")
-        # O_NOFOLLOW: a symlink is never followed here (ELOOP sends it to the check below), even one swapped
-        # in after listing; O_NONBLOCK: opening a FIFO does not wait for a writer.
-        fd = os.open(full, _OPEN_FLAGS)
-    except FileNotFoundError:
-        return skipped("missing from the working tree (deleted but still tracked)")
-    except OSError as exc:
-        if not Path(full).is_symlink():
-            return skipped(f"unreadable: {exc.strerror or exc}")
-        target = Path(full).resolve()
-        real_root = root.resolve()
-        if target != real_root and real_root not in target.parents:
-            return skipped("symlink that leaves the repository root (not followed)")
-        return skipped(f"symlink to {target.relative_to(real_root).as_posix()} (the target is reviewed instead)")
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return skipped("not a regular file")
-        if st.st_size > config.max_file_bytes:
-            return skipped(
-                f"oversize: {st.st_size} bytes > max_file_bytes {config.max_file_bytes} (raise it in the config)",
-                st.st_size,
-            )
-        data = _read_all(fd, st.st_size, config.max_file_bytes)
-    except OSError as exc:
-        return skipped(f"unreadable: {exc.strerror or exc}")
-    finally:
-        os.close(fd)
-    if len(data) > config.max_file_bytes:
-        return skipped(
-            f"oversize: more than max_file_bytes {config.max_file_bytes} (raise it in the config)", len(data)
-        )
-    if data[:2] == b"#!":  # a file its name says nothing about may have a shebang (nothing else changes)
-        language = detect_language(rel, data[:256])
-    kind = scoper.kind(rel, language)
-    reason = scoper.by_path(rel, kind)
-    sha = hashlib.sha256(data).hexdigest()
-    if reason:
-        return skipped(reason, len(data), sha)
-    if data.find(b"\0", 0, 8192) != -1:
-        return skipped("binary file", len(data), sha)
-    if not data or data.isspace():
-        return skipped("empty file", len(data), sha)
-    if reason := scoper.by_header(rel, data):
-        return skipped(reason, len(data), sha)
-    if (wide := _wide_line(data, max_unit_chars(language, config))) is not None:
-        return skipped(
-            f"minified or one-line file: a line of {wide} characters, more than one review packet can hold "
-            f"(max_packet_tokens {config.max_packet_tokens}); review its source form, or exclude it",
-            len(data),
-            sha,
-        )
-    # Counted on the bytes: a newline is never part of a multi-byte UTF-8 sequence nor of a replacement.
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    named = import_candidates(rel, language, data) if imports and reads_imports(language) else []
-    proof = file_stat.record(st, scoper, rel, read_at)
-    return FileRow(rel, language, len(data), lines, sha, "review", None, kind, proof), named
+    return scan
+
+
+def _skipped(scoper: Scoper, rel: str, language: str, reason: str, size: int = 0) -> _Scanned:
+    return FileRow(rel, language, size, 0, "", "skipped", reason, scoper.kind(rel, language)), None
+
+
+def _unopened(root: Path, full: str, exc: OSError) -> str:
+    """Why a file that could not be opened is skipped (``root`` resolved)."""
+    if isinstance(exc, FileNotFoundError):
+        return "missing from the working tree (deleted but still tracked)"
+    if not Path(full).is_symlink():
+        return f"unreadable: {exc.strerror or exc}"
+    target = Path(full).resolve()
+    real_root = root.resolve()
+    if target != real_root and real_root not in target.parents:
+        return "symlink that leaves the repository root (not followed)"
+    return f"symlink to {target.relative_to(real_root).as_posix()} (the target is reviewed instead)"
+
+
+def _content_skip(
+    data: bytes, size: int, marks: Attributes, by_header: Callable[..., str | None], rel: str
+) -> str | None:
+    """Why a file is skipped for its bytes: binary, empty, or a generated header."""
+    if b"\0" in (data if size <= 8192 else data[:8192]):
+        return "binary file"
+    if not size or data.isspace():
+        return "empty file"
+    return by_header(rel, data, marks)
 
 
 def _wide_line(data: bytes, limit: int) -> int | None:
     """The length of the longest line when one is over ``limit`` characters (a packet holds whole lines, so
     such a file cannot be chunked to fit), else ``None``; cheap for the files that cannot have one."""
-    if len(data) <= limit or _over(limit).search(b"\n" + data) is None:
+    if len(data) <= limit:
         return None
-    return max(len(line) for line in data.split(b"\n"))
+    # The first line, then each newline and the line after it (as if searching the data after a newline).
+    first = data.find(b"\n")
+    if (first == -1 or first > limit) or _over(limit).search(data, first) is not None:
+        return max(len(line) for line in data.split(b"\n"))
+    return None
 
 
 @functools.lru_cache(maxsize=64)
@@ -216,21 +249,22 @@ def _over(limit: int) -> re.Pattern[bytes]:
     return re.compile(rb"\n[^\n]{%d}" % (limit + 1))
 
 
-def _read_all(fd: int, size: int, limit: int) -> bytes:
-    """The file's bytes up to ``limit + 1`` of them (it may have grown since its size was read)."""
-    chunks = [os.read(fd, min(size, limit) + 1)]
-    total = len(chunks[0])
+def _read_rest(fd: int, first: bytes, limit: int) -> bytes:
+    """The file's bytes up to ``limit + 1`` of them, after ``first`` (it may have grown since its size was
+    read)."""
+    chunks = [first]
+    total = len(first)
     # Reads stay small (a large request allocates its whole buffer first, even at the end of the file).
     while total <= limit and (more := os.read(fd, min(1 << 16, limit + 1 - total))):
         chunks.append(more)
         total += len(more)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return first if len(chunks) == 1 else b"".join(chunks)
 
 
 def rescan(root: Path, rel: str, scoper: Scoper) -> FileRow:
     """The manifest row ``rel`` would get now (the file may have changed or gone since intake); ``root``
     resolved by the caller, once for all the files it rescans."""
-    return _scan_file(root, rel, scoper, imports=False)[0]
+    return _scanner(root, scoper, imports=False)(rel)[0]
 
 
 def _filter(paths: list[str], config: SessionConfig, excluded_prefixes: list[str]) -> Iterator[str]:
@@ -272,6 +306,7 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
         rows: list[FileRow] = []
         imports: dict[str, list[str]] = {}
         seen_names = set(listed)
+        scan = _scanner(real_root, scoper)
         for rel in listed:
             if (shown := _undecodable(rel)) is not None:
                 if shown not in seen_names:
@@ -284,7 +319,7 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
                 reason = f"unchanged since {config.since}"
                 rows.append(FileRow(rel, language, 0, 0, "", "skipped", reason, scoper.kind(rel, language)))
                 continue
-            row, named = _scan_file(real_root, rel, scoper)
+            row, named = scan(rel)
             rows.append(row)
             if named is not None:
                 imports[rel] = named

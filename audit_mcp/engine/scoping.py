@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.engine.attributes import UNSPECIFIED, Attributes
-from audit_mcp.engine.file_kinds import FileKind, file_kind
-from audit_mcp.engine.lens_map import LensSelector
+from audit_mcp.engine.file_kinds import FileKind, file_kind, kind_of_name
+from audit_mcp.engine.lens_map import LensSelector, lenses_reading
 
 _VENDOR_DIRS = frozenset(
     {
@@ -63,6 +63,9 @@ class Scoper:
         self.config = config
         self.selector = LensSelector(config)
         self.attributes = attributes or {}
+        # What the selector would answer for a path no lens rule matches, without asking it for every file.
+        self._has_rules = bool(config.lens_rules)
+        self._by_kind = {kind: lenses_reading(kind, config.lenses) for kind in FileKind}
 
     @functools.cached_property
     def rules_digest(self) -> str:
@@ -77,9 +80,17 @@ class Scoper:
 
     def by_path(self, path: str, kind: FileKind) -> str | None:
         """Why ``path``, a file of ``kind``, is skipped before its content matters, if it is."""
-        marks = self.marks(path)
+        lowered = path.lower()
+        return self._path_reason(path, kind, self.marks(path), lowered, lowered.rfind("/"))
+
+    def judge(self, path: str, language: str, marks: Attributes) -> tuple[FileKind, str | None]:
+        """``kind`` and ``by_path`` at once, ``marks`` being the path's (what intake asks of every file)."""
         lowered = path.lower()
         cut = lowered.rfind("/")
+        kind = kind_of_name(path, language, lowered, cut, bool(marks.documentation))
+        return kind, self._path_reason(path, kind, marks, lowered, cut)
+
+    def _path_reason(self, path: str, kind: FileKind, marks: Attributes, lowered: str, cut: int) -> str | None:
         vendor_dir, build_dir = _folder_marks(lowered[:cut] if cut != -1 else "")
         if marks.vendored:
             return "vendored (linguist-vendored in .gitattributes)"
@@ -95,16 +106,17 @@ class Scoper:
                 return "generated (file name marks it as generated or minified)"
             if build_dir:
                 return "generated (packaging metadata written by a build)"
-        rule = self.selector.rule_for(path)
+        rule = self.selector.rule_for(path) if self._has_rules else None
         if kind is FileKind.DOCS and not self.config.review_docs and rule is None:
             return "documentation, not code (set review_docs = true in the config to review it)"
-        if not self.selector.for_path(path, kind):
+        if not (rule if rule is not None else self._by_kind[kind]):
             return self.selector.why_none(kind)
         return None
 
-    def by_header(self, path: str, data: bytes) -> str | None:
-        """Why ``path`` is skipped for what its first lines say (unless .gitattributes says otherwise)."""
-        if self.marks(path).generated is not None:
+    def by_header(self, path: str, data: bytes, marks: Attributes | None = None) -> str | None:
+        """Why ``path`` is skipped for what its first lines say (unless .gitattributes says otherwise);
+        ``marks`` are the path's, when the caller has them."""
+        if (self.marks(path) if marks is None else marks).generated is not None:
             return None
         head = data[:2048].lower()
         if b"generated" not in head and b"do not edit" not in head:
