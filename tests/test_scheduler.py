@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from audit_mcp.scheduling.budget import packet_token_budget, sustainable_packet_tokens
 from audit_mcp.scheduling.launch_pacing import launch_offsets, slot_offsets
+from audit_mcp.scheduling.learned import LearnedStore
+from audit_mcp.scheduling.learning import Context, learn_usage
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits, waves_for
 from audit_mcp.scheduling.live import replan
 from audit_mcp.scheduling.profile import Learned
@@ -127,6 +131,58 @@ def test_a_whole_wave_host_gets_a_narrower_wave_when_cached_runs_read_their_pack
     assert physical_cap(uncached, 16, 20_000, Learned(), "rolling") == (6, "input_tokens_per_minute")
     measured = Learned(input_ratio=8.0)
     assert physical_cap(uncached, 16, 20_000, measured, "whole_wave") == (11.25, "input_tokens_per_minute")
+
+
+# A low tier, cached: 24k-token packets draw 30k each (ratio 1.25), so a wave fits 30k + 500/s × seconds / 1.5
+# of reading, i.e. 1 + seconds / 90 runs: 2.94 at 175 s, 3.03 at 183 s, 3.22 at 200 s.
+@pytest.mark.parametrize(
+    ("seconds", "held", "expected"),
+    [
+        (183, None, 3),  # nothing in force yet: rounded down
+        (183, 2, 2),  # 3.03 is within the margin over 3: the two in force stay
+        (200, 2, 3),  # 3.22 clears it: a run is added
+        (175, 3, 2),  # under 3: a run is dropped at once (the bucket would refuse the third)
+        (175, 2, 2),
+    ],
+    ids=["unset", "within-margin", "past-margin", "below", "steady"],
+)
+def test_a_whole_wave_burst_bound_moves_up_only_once_its_estimate_clears_a_margin(
+    seconds: int, held: int | None, expected: int
+) -> None:
+    learned = Learned(run_seconds=seconds, input_ratio=1.25, burst_runs=held)
+    assert physical_cap(limits(*LOW, confidence="high"), 4, 24_000, learned, "whole_wave") == (
+        expected,
+        "input_tokens_per_minute",
+    )
+
+
+def test_runs_stretched_by_a_few_seconds_do_not_add_a_run_to_every_wave() -> None:
+    # Waves of 2 in force (runs of 175 s: 2.94 fit the burst). Three runs come back 190 s long, each with one
+    # refused call its retry absorbed (a busy key): the estimate creeps over 3, where rounding down alone would
+    # now send waves of 3 into a bucket that fits 3 only just.
+    lim = limits(*LOW, confidence="high")
+    ctx = Context(lim, 4, "whole_wave", 24_000.0, 2.0)
+    use = {"input_tokens": 30_000, "output_tokens": 3_000, "api_calls": 12, "rate_limited_calls": 0}
+    state = learn_usage(Learned(run_seconds=175, input_ratio=1.25), {**use, "seconds": 175}, 24_000, NOW, ctx)
+    assert state.burst_runs == 2
+    for i in range(3):
+        at = NOW + timedelta(seconds=200 * (i + 1))
+        state = learn_usage(state, {**use, "seconds": 190, "rate_limited_calls": 1}, 24_000, at, ctx)
+    assert physical_cap(lim, 4, 24_000, replace(state, burst_runs=None), "whole_wave")[0] == 3  # it crept over
+    assert state.burst_runs == 2
+    assert schedule(lim, state, 4, "whole_wave", packets(8, 24_000), NOW + DAY).waves == [2, 2, 2, 2]
+    # Runs that really take longer move it: the estimate clears the margin, and the waves grow.
+    for i in range(6):
+        at = NOW + timedelta(seconds=1_000 + 250 * i)
+        state = learn_usage(state, {**use, "seconds": 240}, 24_000, at, ctx)
+    assert state.burst_runs == 3
+    assert schedule(lim, state, 4, "whole_wave", packets(9, 24_000), NOW + DAY).waves == [3, 3, 3]
+
+
+def test_the_burst_bound_in_force_survives_the_learned_state_file(tmp_path: Path) -> None:
+    store = LearnedStore(tmp_path / "learned.sqlite3")
+    store.update("anthropic/claude-test", lambda s: replace(s, burst_runs=2, run_seconds=183.0), NOW)
+    assert LearnedStore(tmp_path / "learned.sqlite3").get("anthropic/claude-test").burst_runs == 2
 
 
 @pytest.mark.parametrize("kind", ["rolling", "whole_wave"])

@@ -57,7 +57,7 @@ from audit_mcp.scheduling.profile import (
     with_observed,
 )
 from audit_mcp.scheduling.ratelimits import parse_error_text
-from audit_mcp.scheduling.scheduler import WHOLE_WITHIN, physical_cap, slow_start
+from audit_mcp.scheduling.scheduler import WHOLE_WITHIN, burst_runs, physical_cap, slow_start
 from audit_mcp.scheduling.sizefit import Fit, folded, mean_size, mean_value, seeded
 
 DEFAULT_COOLDOWN = timedelta(seconds=60)
@@ -110,6 +110,12 @@ def learn_usage(
     learned: Learned, usage: Mapping[str, float], estimated_tokens: int, now: datetime, ctx: Context
 ) -> Learned:
     """Fold one finished packet's ``usage`` in: calibration, the throttling window, and the cap."""
+    return _held(_learned_usage(learned, usage, estimated_tokens, now, ctx), ctx)
+
+
+def _learned_usage(
+    learned: Learned, usage: Mapping[str, float], estimated_tokens: int, now: datetime, ctx: Context
+) -> Learned:
     cold = learned.cap is None and slow_start(ctx.limits, learned)
     state = _anchored(_materialised(learned, ctx, now), ctx, cold)
     state = _calibrated(state, usage, estimated_tokens)
@@ -134,6 +140,10 @@ def learn_usage(
 
 def learn_failure(learned: Learned, text: str, now: datetime, ctx: Context) -> Learned:
     """Fold one failed packet's error text in: limits it quotes, hard stops, cooldowns, and the cap."""
+    return _held(_learned_failure(learned, text, now, ctx), ctx)
+
+
+def _learned_failure(learned: Learned, text: str, now: datetime, ctx: Context) -> Learned:
     cold = learned.cap is None and slow_start(ctx.limits, learned)
     state = _anchored(_materialised(learned, ctx, now), ctx, cold)
     signal = parse_error_text(text, now)
@@ -178,6 +188,12 @@ def clean(usage: Mapping[str, float]) -> bool:
     its calls under ``THROTTLED_SHARE``."""
     limited = float(usage.get("rate_limited_calls") or 0.0)
     return limited <= max(1.0, THROTTLED_SHARE * float(usage.get("api_calls") or 0.0))
+
+
+def _held(state: Learned, ctx: Context) -> Learned:
+    """The whole-wave burst bound now in force, kept for the next estimate to be judged against."""
+    runs = burst_runs(with_observed(ctx.limits, state), ctx.mean_tokens, state, ctx.host_kind)
+    return replace(state, burst_runs=None if runs is None else min(runs, MAX_LEARNED_CAP))
 
 
 def _materialised(learned: Learned, ctx: Context, now: datetime) -> Learned:

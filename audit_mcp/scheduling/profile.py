@@ -73,6 +73,9 @@ class Learned:
     # bucket refused calls): a bucket that throttles runs delivers its refill, so that is the limit. Lower only.
     inferred_limits: dict[str, int] = field(default_factory=dict)
     inferred_at: datetime | None = None
+    # The whole-wave burst bound in force (whole runs per wave, ``scheduler.held_runs``): it moves only once
+    # its estimate leaves it by a margin, so drift of a few percent in the run profile keeps the width.
+    burst_runs: int | None = None
 
     @property
     def known(self) -> bool:

@@ -11,7 +11,9 @@ run makes many calls, each re-sending its context). Only limits known with
 medium or high confidence bind; built-in guesses are left to the learned cap.
 On a whole-wave host a wave's cached runs all read their packets at once,
 so the wave must also fit the input bucket's burst plus its refill while
-they read. The learned cap moves by AIMD (``learning``: +1
+they read, in whole runs; a run is added to every wave only once that
+estimate clears the next whole number by a margin (``held_runs``), so that
+drift of a few percent in the learned run profile does not. The learned cap moves by AIMD (``learning``: +1
 after a clean, well-used wave; halved on rate-limit failures, a quarter off
 when the runs' ``usage`` reports three or more rate-limited calls the host
 retried; at most one decrease a minute) and decays back toward the physical
@@ -61,6 +63,8 @@ from audit_mcp.scheduling.profile import (
 WHOLE_WAVE_INPUT_PEAK = 1.5
 WHOLE_WITHIN = 0.05
 SLOW_START_WIDTH = 2  # the first wave's width when nothing at all is known about the model's limits
+# The whole-wave burst bound moves off the whole runs in force only once its estimate leaves them by this share.
+BURST_MARGIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -144,9 +148,36 @@ def physical_cap(
             # bucket holds (a minute's worth) plus what it refills meanwhile. That bounds every wave, not their
             # mean (each starts with the bucket about as full as the last did): whole runs, rounded down.
             peak = limits.value(key) + rate * seconds / WHOLE_WAVE_INPUT_PEAK
-            bounds[key] = min(bounds[key], float(math.floor(profile.TARGET_UTILISATION * peak / per_run)))
+            runs = held_runs(profile.TARGET_UTILISATION * peak / per_run, learned.burst_runs)
+            bounds[key] = min(bounds[key], float(runs))
     binding = min(bounds, key=lambda k: bounds[k])
     return max(1.0, bounds[binding]), binding
+
+
+def held_runs(estimate: float, held: int | None) -> int:
+    """The whole-wave burst bound in whole runs: ``estimate`` rounded down, except that a bound in force
+    (``held``, ``Learned.burst_runs``) stays while the estimate is within ``BURST_MARGIN`` of its band. The
+    estimate moves with every packet's usage (its seconds, its draw) by a few percent; near a whole number
+    that alone would add or drop a whole run per wave, over and over, and whether it does would follow
+    noise (a short retry stretching one run) rather than the bucket."""
+    whole = max(0, math.floor(estimate))
+    if held is not None and held <= estimate < (held + 1) * (1 + BURST_MARGIN):
+        return held
+    return whole
+
+
+def burst_runs(limits: ResolvedLimits, mean_tokens: float, learned: Learned, host_kind: str) -> int | None:
+    """The whole-wave burst bound now in force for runs of ``mean_tokens`` (None where none applies: a rolling
+    host, an uncached run, an input limit not known well enough to bind): what learning keeps as
+    ``Learned.burst_runs``."""
+    rate = binding_rates(limits).get("input_tokens_per_minute")
+    seconds, ratio, _out, _calls = run_profile(learned, limits.provider, mean_tokens)
+    if host_kind != "whole_wave" or rate is None or ratio >= CACHED_RATIO:
+        return None
+    key = "input_tokens_per_minute"
+    per_run = draws(key, [mean_tokens], learned, limits.provider)[0]
+    peak = limits.value(key) + rate * seconds / WHOLE_WAVE_INPUT_PEAK
+    return held_runs(profile.TARGET_UTILISATION * peak / per_run, learned.burst_runs)
 
 
 def settled(capacity: float) -> float:
