@@ -11,6 +11,7 @@ import pytest
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.engine.intake import build_manifest
+from audit_mcp.store.records import FileRow
 from tests.conftest import git
 
 
@@ -109,3 +110,14 @@ def test_a_file_whose_size_moved_while_read_is_hashed_with_every_byte_it_had(
     row = build_manifest(tmp_path, tmp_path / ".audit-mcp", SessionConfig()).files[0]
     assert (row.scope, row.size, row.line_count) == ("review", len(data), 2_000)
     assert row.sha256 == hashlib.sha256(data).hexdigest()
+
+
+def test_every_row_is_the_file_row_its_fields_make(repo: Path) -> None:
+    (repo / "gone.py").write_text("x = 1\n")
+    git(repo, "add", "gone.py")
+    (repo / "gone.py").unlink()
+    rows = build_manifest(repo, repo / ".audit-mcp", SessionConfig()).files
+    assert {row.scope for row in rows} == {"review", "skipped"}
+    for row in rows:
+        made = FileRow(**vars(row))
+        assert (row, vars(row), repr(row)) == (made, vars(made), repr(made))

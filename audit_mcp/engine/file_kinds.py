@@ -98,23 +98,25 @@ def file_kind(path: str, language: str, *, documentation: bool = False) -> FileK
     if language in DATA_LANGUAGES:
         return FileKind.DATA
     lowered = path.lower()
-    return kind_of_name(path, language, lowered, lowered.rfind("/"))
+    cut = lowered.rfind("/")
+    return kind_of_name(path, language, lowered, lowered[cut + 1 :], folder_marks(lowered[:cut] if cut != -1 else ""))
 
 
-def kind_of_name(path: str, language: str, lowered: str, cut: int, documentation: bool = False) -> FileKind:
-    """``file_kind`` from ``path``'s lowered form and the place of its last slash in it, when the caller
-    has them already."""
+def kind_of_name(
+    path: str, language: str, lowered: str, name: str, folders: tuple[bool, bool, bool], documentation: bool = False
+) -> FileKind:
+    """``file_kind`` from what the caller has already worked out: ``path`` lowered, its lowered name and the
+    ``folder_marks`` of its folder."""
     if documentation or language in DOC_LANGUAGES:
         return FileKind.DOCS
     if language in DATA_LANGUAGES:
         return FileKind.DATA
-    name = lowered[cut + 1 :]
     if name in _BUILD_NAMES or language in BUILD_LANGUAGES or lowered.startswith(_CI_DIRS):
         return FileKind.BUILD
-    docs_dir, test_dir, data_dir = _folder_marks(lowered[:cut] if cut != -1 else "")
+    docs_dir, test_dir, data_dir = folders
     if docs_dir and name in _DOCS_CONFIG_NAMES:
         return FileKind.CONFIG  # Sphinx's conf.py and friends configure the docs build
-    testing = test_dir or bool(_TEST_NAME.match(path[path.rfind("/") + 1 :]))
+    testing = test_dir or _is_test_name(path[path.rfind("/") + 1 :])
     if language in CONFIG_LANGUAGES or language in MARKUP_LANGUAGES:
         # Data a test reads (fixtures, expected output) is not configuration anyone runs with.
         if testing or data_dir:
@@ -125,8 +127,13 @@ def kind_of_name(path: str, language: str, lowered: str, cut: int, documentation
     return FileKind.SOURCE
 
 
+def _is_test_name(name: str) -> bool:
+    # Every form of _TEST_NAME spells one of these words: a plain search first (most names have none).
+    return ("test" in name or "Test" in name or "spec" in name or "IT" in name) and bool(_TEST_NAME.match(name))
+
+
 @functools.lru_cache(maxsize=4096)
-def _folder_marks(folder: str) -> tuple[bool, bool, bool]:
+def folder_marks(folder: str) -> tuple[bool, bool, bool]:
     """Whether any folder of ``folder`` (a lowered path of folders, ``""`` for the root) is a docs, a test
     or a data folder: the same for every file in it, so worked out once per folder."""
     dirs = set(folder.split("/")) if folder else set()

@@ -10,21 +10,22 @@ import re
 from collections.abc import Collection, Container, Iterable, Iterator
 
 # An import line, from its start: ``import a.b, c`` or ``from .a import b as c, d`` after spaces and tabs.
-# ``[^\S\n]`` is a blank other than the newline, so a match never runs past its line.
-_PY_LINE_BODY = (
-    r"[ \t]*(?:import[ \t][^\S\n]*([\w.]+(?:[^\S\n]*,[^\S\n]*[\w.]+)*)"
-    r"|from[ \t][^\S\n]*(\.*)([\w.]*)[^\S\n]+import[^\S\n]+([\w*, ()]+))"
-)
-_PY_LINE = re.compile(_PY_LINE_BODY)
-# An import line from the newline before it: a literal the regex engine skips to, trying each line once.
-_PY_NEXT_LINE = re.compile("\n" + _PY_LINE_BODY)
+# ``_`` stands for a blank other than the newline, so a match never runs past its line, and ``W`` for a word
+# character; both are spelled out for text that is all ASCII, where they are plain tables (the blanks are the
+# ASCII ones ``str.isspace`` knows, the word characters letters, digits and ``_``), much cheaper to try.
+_PY_LINE_FORM = r"[ \t]*(?:import[ \t]_*([W.]+(?:_*,_*[W.]+)*)|from[ \t]_*(\.*)([W.]*)_+import_+([W*, ()]+))"
+_PY_LINE_TEXT = _PY_LINE_FORM.replace("_", r"[^\S\n]").replace("W", r"\w")
+_PY_LINE_ASCII = _PY_LINE_FORM.replace("_", r"[\t\x0b\x0c\r\x1c-\x1f ]").replace("W", "0-9A-Za-z_")
+_PY_LINE, _PY_ASCII_LINE = re.compile(_PY_LINE_TEXT), re.compile(_PY_LINE_ASCII)
+# The same from the newline before the line: a literal the regex engine skips to, trying each line once.
+_PY_NEXT_LINE, _PY_ASCII_NEXT_LINE = re.compile("\n" + _PY_LINE_TEXT), re.compile("\n" + _PY_LINE_ASCII)
 # Scanning every line costs about as much as 400 characters per line that has the word ``import`` (found
 # with plain search, then matched alone); the cheaper of the two is taken for each file.
 _SCAN_CHARS_PER_WORD = 400
 _JS_SPEC = re.compile(
     r"""(?:import\s[^'"]*?from\s*|import\s*\(?\s*|require\(\s*|export\s[^'"]*?from\s*)['"]([^'"]+)['"]"""
 )
-_JS_KEYWORDS = ("import", "require(", "export")
+_JS_KEYWORDS = ("import", "require(", "export")  # spelled out as bytes in import_candidates
 _JS_LANGUAGES = frozenset({"javascript", "typescript", "vue", "svelte"})
 _JS_EXTS = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts")
 
@@ -40,20 +41,21 @@ def _python_candidates(package: str, data: bytes) -> list[str]:
     The text is decoded once: a newline is never part of a multi-byte sequence nor of a replacement, so
     each line reads as if decoded alone."""
     out: list[str] = []
-    if b"import" not in data:
-        return out
     text = data.decode("utf-8", "replace")
-    first = text.find("import")
+    if (first := text.find("import")) == -1:
+        return out
     begin = text.rfind("\n", 0, first) + 1  # the first line with the word; no line without it can import
     end = text.find("\n", text.rfind("import"))
     end = len(text) if end == -1 else end
     matches: Iterable[re.Match[str]]
-    if end - begin <= _SCAN_CHARS_PER_WORD * text.count("import", begin, end):
-        matches = _PY_NEXT_LINE.finditer(text, begin - 1 if begin else 0, end)
-        if not begin and (opening := _PY_LINE.match(text)) is not None:
+    line, next_line = (_PY_ASCII_LINE, _PY_ASCII_NEXT_LINE) if text.isascii() else (_PY_LINE, _PY_NEXT_LINE)
+    span = end - begin
+    if span <= _SCAN_CHARS_PER_WORD or span <= _SCAN_CHARS_PER_WORD * text.count("import", begin, end):
+        matches = next_line.finditer(text, begin - 1 if begin else 0, end)
+        if not begin and (opening := line.match(text)) is not None:
             matches = itertools.chain((opening,), matches)
     else:
-        matches = _lines_with_the_word(text, first)
+        matches = _lines_with_the_word(text, first, line)
     append = out.append
     for match in matches:
         imported, dots, module, names = match.groups()
@@ -81,9 +83,9 @@ def _python_candidates(package: str, data: bytes) -> list[str]:
     return out
 
 
-def _lines_with_the_word(text: str, at: int) -> Iterator[re.Match[str]]:
-    """The import lines among those holding the word ``import``, the first at ``at``."""
-    find, rfind, match_at = text.find, text.rfind, _PY_LINE.match
+def _lines_with_the_word(text: str, at: int, line: re.Pattern[str]) -> Iterator[re.Match[str]]:
+    """The import lines (of the form ``line``) among those holding the word ``import``, the first at ``at``."""
+    find, rfind, match_at = text.find, text.rfind, line.match
     while at != -1:
         if (match := match_at(text, rfind("\n", 0, at) + 1)) is not None:
             yield match
@@ -99,23 +101,22 @@ def _dirname(path: str) -> str:
     return posixpath.dirname(path)
 
 
-def _js_specs(text: str) -> Iterable[str]:
+def _js_specs(text: str) -> list[str]:
     """What ``_JS_SPEC.finditer`` finds, trying the pattern only where one of its keywords starts."""
-    starts = sorted({at for word in _JS_KEYWORDS for at in _all(text, word)})
-    done = 0
+    starts: list[int] = []
+    for word in _JS_KEYWORDS:
+        at = text.find(word)
+        while at != -1:
+            starts.append(at)
+            at = text.find(word, at + 1)
+    starts.sort()  # each place once: the keywords start with different letters
+    specs: list[str] = []
+    done, match_at = 0, _JS_SPEC.match
     for at in starts:
-        if at < done:
-            continue
-        if (match := _JS_SPEC.match(text, at)) is not None:
+        if at >= done and (match := match_at(text, at)) is not None:
             done = match.end()
-            yield match.group(1)
-
-
-def _all(text: str, word: str) -> Iterable[int]:
-    at = text.find(word)
-    while at != -1:
-        yield at
-        at = text.find(word, at + 1)
+            specs.append(match[1])
+    return specs
 
 
 def _python_modules(known: Iterable[str]) -> dict[str, str]:
@@ -135,16 +136,24 @@ def _python_modules(known: Iterable[str]) -> dict[str, str]:
     return {name: path for name, (_, path) in best.items()}
 
 
-def _js_resolve(path: str, spec: str, known: Container[str]) -> str | None:
+def _js_resolve(folder: str, spec: str, known: Container[str]) -> str | None:
+    """The file a relative ``spec`` names from a file in ``folder``: as it is, with an extension, as a
+    folder's index, or a ``.js`` name for its TypeScript source, in that order of preference."""
     if not spec.startswith("."):
         return None
-    base = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec))
-    candidates = [base] + [base + ext for ext in _JS_EXTS] + [f"{base}/index{ext}" for ext in _JS_EXTS]
-    if base.endswith(".js"):
-        candidates += [base[:-3] + ".ts", base[:-3] + ".tsx"]
-    for candidate in candidates:
-        if candidate in known:
+    base = posixpath.normpath(posixpath.join(folder, spec))
+    if base in known:
+        return base
+    for ext in _JS_EXTS:
+        if (candidate := base + ext) in known:
             return candidate
+    for ext in _JS_EXTS:
+        if (candidate := f"{base}/index{ext}") in known:
+            return candidate
+    if base.endswith(".js"):
+        for candidate in (base[:-3] + ".ts", base[:-3] + ".tsx"):
+            if candidate in known:
+                return candidate
     return None
 
 
@@ -153,8 +162,8 @@ def import_candidates(path: str, language: str, data: bytes) -> list[str]:
     at intake, resolved by ``resolve_imports`` when every file of the repository is known."""
     if language == "python":
         return _python_candidates(_dirname(path), data)
-    if language in _JS_LANGUAGES and any(word.encode() in data for word in _JS_KEYWORDS):
-        return list(_js_specs(data.decode("utf-8", errors="replace")))
+    if language in _JS_LANGUAGES and (b"import" in data or b"require(" in data or b"export" in data):
+        return _js_specs(data.decode("utf-8", errors="replace"))
     return []
 
 
@@ -168,13 +177,13 @@ class ImportResolver:
 
     def resolve(self, path: str, language: str, candidates: Iterable[str]) -> set[str]:
         """The repository files among ``candidates``, other than ``path``."""
-        found: set[str] = set()
-        modules, known = self.modules, self.known
-        for name in candidates:
-            target = modules.get(name.strip("/")) if language == "python" else _js_resolve(path, name, known)
-            if target and target != path:
-                found.add(target)
-        return found
+        if language == "python":
+            get = self.modules.get
+            targets = {get(name.strip("/")) for name in candidates}
+        else:
+            folder, known = posixpath.dirname(path), self.known
+            targets = {_js_resolve(folder, name, known) for name in candidates}
+        return {target for target in targets if target and target != path}
 
 
 def import_edges(path: str, language: str, text: str, known: Collection[str]) -> set[str]:

@@ -224,12 +224,10 @@ def detect_language(path: str, head: bytes = b"") -> str:
         return "requirements"
     dot = name.rfind(".")
     # A name's leading dots are part of its stem (``.bashrc`` has no extension), as in splitext.
-    if dot > 0 and name[:dot].strip("."):
-        stem, ext = name[:dot], name[dot:]
-    else:
-        stem, ext = name, ""
-    if ext in _BY_EXTENSION:
-        return _BY_EXTENSION[ext]
+    ext = name[dot:] if dot > 0 and (name[0] != "." or name[:dot].strip(".")) else ""
+    if (known := _BY_EXTENSION.get(ext)) is not None:
+        return known
+    stem = name[:dot] if ext else name
     if stem.startswith(("dockerfile", "containerfile")) or ext in (".dockerfile", ".containerfile"):
         return "dockerfile"
     if stem.startswith(("makefile", "gnumakefile")):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.engine.attributes import UNSPECIFIED, Attributes
-from audit_mcp.engine.file_kinds import FileKind, file_kind, kind_of_name
+from audit_mcp.engine.file_kinds import FileKind, file_kind, folder_marks, kind_of_name
 from audit_mcp.engine.lens_map import LensSelector, lenses_reading
 
 _VENDOR_DIRS = frozenset(
@@ -66,6 +66,8 @@ class Scoper:
         # What the selector would answer for a path no lens rule matches, without asking it for every file.
         self._has_rules = bool(config.lens_rules)
         self._by_kind = {kind: lenses_reading(kind, config.lenses) for kind in FileKind}
+        # The marks of each folder seen (``file_kinds.folder_marks``, then vendored, then build metadata).
+        self._folders: dict[str, tuple[tuple[bool, bool, bool], bool, bool]] = {}
 
     @functools.cached_property
     def rules_digest(self) -> str:
@@ -81,24 +83,30 @@ class Scoper:
     def by_path(self, path: str, kind: FileKind) -> str | None:
         """Why ``path``, a file of ``kind``, is skipped before its content matters, if it is."""
         lowered = path.lower()
-        return self._path_reason(path, kind, self.marks(path), lowered, lowered.rfind("/"))
+        cut = lowered.rfind("/")
+        vendor_dir, build_dir = _folder_marks(lowered[:cut] if cut != -1 else "")
+        return self._path_reason(path, kind, self.marks(path), lowered[cut + 1 :], vendor_dir, build_dir)
 
     def judge(self, path: str, language: str, marks: Attributes) -> tuple[FileKind, str | None]:
         """``kind`` and ``by_path`` at once, ``marks`` being the path's (what intake asks of every file)."""
         lowered = path.lower()
         cut = lowered.rfind("/")
-        kind = kind_of_name(path, language, lowered, cut, bool(marks.documentation))
-        return kind, self._path_reason(path, kind, marks, lowered, cut)
+        folder = lowered[:cut] if cut != -1 else ""
+        if (folders := self._folders.get(folder)) is None:
+            folders = self._folders[folder] = (folder_marks(folder), *_folder_marks(folder))
+        name = lowered[cut + 1 :]
+        kind = kind_of_name(path, language, lowered, name, folders[0], bool(marks.documentation))
+        return kind, self._path_reason(path, kind, marks, name, folders[1], folders[2])
 
-    def _path_reason(self, path: str, kind: FileKind, marks: Attributes, lowered: str, cut: int) -> str | None:
-        vendor_dir, build_dir = _folder_marks(lowered[:cut] if cut != -1 else "")
+    def _path_reason(
+        self, path: str, kind: FileKind, marks: Attributes, name: str, vendor_dir: bool, build_dir: bool
+    ) -> str | None:
         if marks.vendored:
             return "vendored (linguist-vendored in .gitattributes)"
         if marks.vendored is None and vendor_dir:
             return "vendored (third-party code under a vendor directory)"
         if marks.generated:
             return "generated (linguist-generated in .gitattributes)"
-        name = lowered[cut + 1 :]
         if marks.generated is None:
             if name in _LOCKFILES:
                 return "generated (dependency lock file)"
@@ -118,10 +126,15 @@ class Scoper:
         ``marks`` are the path's, when the caller has them."""
         if (self.marks(path) if marks is None else marks).generated is not None:
             return None
-        head = data[:2048].lower()
-        if b"generated" not in head and b"do not edit" not in head:
-            return None  # no marker anywhere in the first 2 KB, so none in its first lines
-        head = b"\n".join(head.splitlines()[:5])
+        head = data[:2048]
+        # Every marker holds one of these two words. The first five lines end at or before the fifth newline
+        # (a lone carriage return ends one too), so neither word before it means no marker in them; only
+        # that much is lowered and searched, not the whole head.
+        lines = head.split(b"\n", 5)
+        start = (head[: len(head) - len(lines[5]) - 1] if len(lines) > 5 else head).lower()
+        if b"generated" not in start and b"do not edit" not in start:
+            return None
+        head = b"\n".join(head.lower().splitlines()[:5])
         if any(marker in head for marker in _GENERATED_MARKERS):
             return "generated (its header says so)"
         return None
