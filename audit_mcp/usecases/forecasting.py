@@ -263,11 +263,20 @@ def forecast_for_remembered_host(ws: Workspace, config: SessionConfig) -> None:
         audit = tx.current_audit()
         if audit is None or audit.abandoned_at:
             return
-        remembered = audit.host_caps
-        caps = hosts.resolve(
-            {}, remembered, config.host, hosts.remembered_client(remembered), config.scheduler.wave_kind
-        )
+        caps = remembered_caps(config, audit.host_caps)
         plan_next_run(ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False, reuse=True)
+
+
+def remembered_caps(config: SessionConfig, remembered: dict[str, Any], model: str | None = None) -> HostCapabilities:
+    """The host a view forecasts for: the one the audit remembers (``remembered``, its ``host_caps``), under
+    the config's ``[host]``, with the reviewers' ``model`` when a view is asked for one."""
+    return hosts.resolve(
+        {"model": model},  # (a None is no argument)
+        remembered,
+        config.host,
+        hosts.remembered_client(remembered),
+        config.scheduler.wave_kind,
+    )
 
 
 def forecast(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> dict[str, Any] | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from audit_mcp.core.models import LimitView, QuotaStatus
-from audit_mcp.engine import hosts
 from audit_mcp.engine.opinion_packets import MAX_VERIFY_TASKS
 from audit_mcp.scheduling.budget import packet_token_budget
 from audit_mcp.scheduling.limits import ResolvedLimits
@@ -19,7 +18,7 @@ from audit_mcp.scheduling.probe import probe
 from audit_mcp.scheduling.scheduler import schedule
 from audit_mcp.store.records import CellKind, CellState
 from audit_mcp.usecases import memo, rates
-from audit_mcp.usecases.forecasting import NextRun, plan_next_run
+from audit_mcp.usecases.forecasting import NextRun, plan_next_run, remembered_caps
 from audit_mcp.usecases.workspace import Workspace
 
 # Fields of the scheduler's view that key packets by id: a forecast has no packets to name.
@@ -40,13 +39,7 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         audit = tx.current_audit() if tx is not None else None
         if tx is not None and audit is not None:
             remembered = audit.host_caps
-        caps = hosts.resolve(
-            {"model": host_model},
-            remembered,
-            config.host,
-            hosts.remembered_client(remembered),
-            config.scheduler.wave_kind,
-        )
+        caps = remembered_caps(config, remembered, host_model)
         if tx is not None and audit is not None:
             failures = tx.failures(audit.audit_id)
             run = plan_next_run(

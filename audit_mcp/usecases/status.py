@@ -11,7 +11,6 @@ from typing import Any
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.models import StatusView
-from audit_mcp.engine import hosts
 from audit_mcp.engine.coverage import completeness, totals
 from audit_mcp.findings.assessment import assess, verification_counts
 from audit_mcp.findings.synthesis import synthesize
@@ -19,7 +18,7 @@ from audit_mcp.store.records import CellKind, CellState
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import memo
 from audit_mcp.usecases.context import CONTEXT_TASK_ID
-from audit_mcp.usecases.forecasting import plan_next_run
+from audit_mcp.usecases.forecasting import plan_next_run, remembered_caps
 from audit_mcp.usecases.quota import open_obligations
 from audit_mcp.usecases.verifying import judged_same, subjects_due
 from audit_mcp.usecases.workspace import Workspace
@@ -77,10 +76,7 @@ def status_view(ws: Workspace) -> StatusView:
             "skipped_files", (tx.queue_generation(), audit.audit_id), lambda: tx.files(audit.audit_id, scope="skipped")
         )
         open_run = next((r for r in runs if r["state"] == "open"), None)
-        remembered = audit.host_caps
-        caps = hosts.resolve(
-            {}, remembered, config.host, hosts.remembered_client(remembered), config.scheduler.wave_kind
-        )
+        caps = remembered_caps(config, audit.host_caps)
         next_run = plan_next_run(ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False, reuse=True)
         view = StatusView(
             repo_root=str(ws.root),
