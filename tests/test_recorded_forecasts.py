@@ -2,7 +2,8 @@
 run after its own and the one a forecast records for other processes, on audits with chunked files, import
 neighbours, several lens sets and requeued cells, at several budgets and run sizes, on SQLite and
 PostgreSQL; the command line reads it too. A host's merge forecasts the next run, so the views after it pack
-nothing. A record holds only at the queue generation it was made at."""
+nothing; one that settles its whole run carries what its dispatch recorded instead of packing. A record
+holds only at the queue generation it was made at."""
 
 from __future__ import annotations
 
@@ -115,3 +116,52 @@ def test_a_record_holds_at_its_generation_only_and_recording_keeps_the_generatio
             assert tx.recorded_forecast(7, "late", queue + 1) is None
     finally:
         store.close()
+
+
+def _reviewed(packet: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "task_id": t["task_id"],
+            "status": "reviewed",
+            "findings": [],
+            "summary": f"Read {t['file']} lines {t['start_line']}-{t['end_line']} under {t['lens']}: each path "
+            "argument is joined under /srv and read; no input reaches a shell, a query or a template.",
+        }
+        for t in packet["tasks"]
+    ]
+
+
+def test_a_merge_that_settles_its_whole_run_carries_the_record_its_dispatch_made(
+    tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every task of the run reviewed, none requeued, no file changed: the next run packs as it did when the
+    run was dispatched, so the merge packs nothing and the views after it show what a fresh packing gives."""
+    root = tmp_path / "repo"
+    _repository(root)
+    (root / ".audit-mcp.toml").write_text("max_packet_tokens = 4000\nmax_packets_per_run = 2\n" + REVIEW_ONLY)
+    packings = count_packings(monkeypatch)
+    service = AuditService(root)
+    for rounds in range(3):
+        step = service.next_step({"can_dispatch_subagents": True})
+        assert step.step_kind == "dispatch_review", (rounds, step.step_kind, step.reason)
+        plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+        for packet in plan["packets"]:
+            receipt = service.submit_packet(plan["run_id"], packet["packet_id"], _reviewed(packet))
+            assert receipt.accepted, receipt.errors
+        before = len(packings)
+        summary = service.merge_and_ingest(plan["run_id"], [])
+        assert (summary.packets_failed, summary.tasks_requeued, summary.waiting_packets) == (0, 0, 0), summary
+        assert len(packings) == before, "the merge packed the next run again"
+        merged = _views(service)
+        assert _views(AuditService(root)) == merged and len(packings) == before
+        assert merged[0]["packets"] > 0, "a next run is left to forecast"
+        assert _fresh(root, packings) == merged
+    # A merge that puts a task back in the queue changes the next run: it packs, and shows the fresh packing.
+    step = service.next_step({"can_dispatch_subagents": True})
+    plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
+    for packet in plan["packets"]:
+        assert service.submit_packet(plan["run_id"], packet["packet_id"], _answer(packet, 1)).accepted
+    before = len(packings)
+    summary = service.merge_and_ingest(plan["run_id"], [])
+    assert summary.tasks_requeued > 0 and len(packings) == before + 1
+    assert _fresh(root, packings) == _views(service)

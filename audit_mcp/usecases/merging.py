@@ -155,6 +155,10 @@ def merge_and_ingest(
         verifications = (
             verifying.plan_in(tx, audit.audit_id, config, now) if verifying.review_done(tx, audit.audit_id) else 0
         )
+        if not outcome.requeued and not verifications and all(d.same_bytes for d in changed):
+            # Every cell of the run settled, none back in the queue, no file changed, none added: the next run
+            # packs as it did when this run was dispatched, so what that dispatch recorded for it holds now.
+            tx.carry_forecasts(audit.audit_id, tx.queue_generation()[1], tx.committed_queue_generation())
         counts = tx.cell_counts(audit.audit_id)
         tx.log(
             now=now,
@@ -212,6 +216,8 @@ def _wait_for_holders(ws: Workspace, run_id: str, reported: dict[str, str]) -> M
                 recorded += 1
         waiting = [c.packet_id for c in tx.claims(run_id) if c.state == "issued" and c.packet_id not in submitted]
         if not waiting:
+            if not recorded:
+                tx.records_answer_only()  # it wrote nothing: the queue's generation (and its forecasts) stand
             return None
         counts = tx.cell_counts(run.audit_id)
         tx.log(
