@@ -131,6 +131,30 @@ def _reviewed(packet: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _with_a_finding(packet: dict[str, Any]) -> list[dict[str, Any]]:
+    """``_reviewed``, with a finding (below the verification threshold) on the first module the packet holds."""
+    results = _reviewed(packet)
+    for task, result in zip(packet["tasks"], results, strict=True):
+        if task["file"].startswith("pkg/m") and task["start_line"] == 1:
+            result["findings"] = [
+                {
+                    "title": "A caller's path is joined under /srv without a check",
+                    "category": "path-traversal",
+                    "severity": "medium",
+                    "confidence": "medium",
+                    "file": task["file"],
+                    "start_line": 6,
+                    "end_line": 6,
+                    "evidence": "return open(os.path.join('/srv', path)).read()",
+                    "description": "A path with .. segments reads files outside /srv.",
+                    "recommendation": "Resolve the joined path and refuse one outside /srv.",
+                }
+            ]
+            result["summary"] = result["summary"].replace("no input reaches", "the path is unchecked; no input reaches")
+            break
+    return results
+
+
 def test_a_merge_that_settles_its_whole_run_carries_the_record_its_dispatch_made(
     tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -141,17 +165,19 @@ def test_a_merge_that_settles_its_whole_run_carries_the_record_its_dispatch_made
     (root / ".audit-mcp.toml").write_text("max_packet_tokens = 4000\nmax_packets_per_run = 2\n" + REVIEW_ONLY)
     packings = count_packings(monkeypatch)
     service = AuditService(root)
-    for rounds in range(3):
+    for rounds in range(4):  # the Dockerfile's lenses, then pkg/m00.py's
         step = service.next_step({"can_dispatch_subagents": True})
         assert step.step_kind == "dispatch_review", (rounds, step.step_kind, step.reason)
         plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
         for packet in plan["packets"]:
-            receipt = service.submit_packet(plan["run_id"], packet["packet_id"], _reviewed(packet))
+            answer = _with_a_finding(packet) if rounds == 2 else _reviewed(packet)  # findings leave sizes alone
+            receipt = service.submit_packet(plan["run_id"], packet["packet_id"], answer)
             assert receipt.accepted, receipt.errors
         before = len(packings)
         summary = service.merge_and_ingest(plan["run_id"], [])
         assert (summary.packets_failed, summary.tasks_requeued, summary.waiting_packets) == (0, 0, 0), summary
         assert len(packings) == before, "the merge packed the next run again"
+        assert service.status().findings_by_severity["medium"] == (rounds >= 2), "the finding was merged"
         merged = _views(service)
         assert _views(AuditService(root)) == merged and len(packings) == before
         assert merged[0]["packets"] > 0, "a next run is left to forecast"

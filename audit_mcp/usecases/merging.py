@@ -7,7 +7,7 @@ from typing import Any
 
 from audit_mcp.core import collector
 from audit_mcp.core.errors import InputError, NotFoundError, StateError
-from audit_mcp.core.models import MergeSummary
+from audit_mcp.core.models import MergeSummary, RequeuedTask
 from audit_mcp.core.progress import Progress, tell
 from audit_mcp.core.text import id_problem
 from audit_mcp.engine import drift
@@ -18,7 +18,8 @@ from audit_mcp.engine.inputs import Failure, shape_problems
 from audit_mcp.scheduling.failures import NOT_SUBMITTED, classify
 from audit_mcp.scheduling.pacing import run_outcome
 from audit_mcp.scheduling.worker_output import WorkerReport, describe
-from audit_mcp.store.records import FileRow
+from audit_mcp.store.records import CellKind, CellState, FileRow, PacketRow
+from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import claiming, verifying
 from audit_mcp.usecases.deferred import ingest_deferred
 from audit_mcp.usecases.forecasting import forecast_for_remembered_host
@@ -155,9 +156,7 @@ def merge_and_ingest(
         verifications = (
             verifying.plan_in(tx, audit.audit_id, config, now) if verifying.review_done(tx, audit.audit_id) else 0
         )
-        if not outcome.requeued and not verifications and all(d.same_bytes for d in changed):
-            # Every cell of the run settled, none back in the queue, no file changed, none added: the next run
-            # packs as it did when this run was dispatched, so what that dispatch recorded for it holds now.
+        if _packs_as_dispatched(tx, audit.audit_id, packets, outcome.requeued, verifications, changed):
             tx.carry_forecasts(audit.audit_id, tx.queue_generation()[1], tx.committed_queue_generation())
         counts = tx.cell_counts(audit.audit_id)
         tx.log(
@@ -197,6 +196,27 @@ def merge_and_ingest(
         + (f" (including {verifications} verification task(s) just added)" if verifications else "")
         + ", or writes the report.",
     )
+
+
+def _packs_as_dispatched(
+    tx: Tx,
+    audit_id: int,
+    packets: Sequence[PacketRow],
+    requeued: Sequence[RequeuedTask],
+    verifications: int,
+    changed: Sequence[drift.Drift],
+) -> bool:
+    """Whether the next run packs as it did when this run was dispatched, so that the forecast recorded then
+    holds after this merge: a run of review packets (a context packet's answer is the threat model every
+    review prompt starts with) whose every cell settled, none back in the queue, no file changed, no cell
+    added, and review still next (the verification queue reads the findings, which a merge adds to)."""
+    if requeued or verifications or not all(d.same_bytes for d in changed):
+        return False
+    if any(p.kind != CellKind.REVIEW for p in packets):
+        return False
+    by_kind = tx.cell_counts_by_kind(audit_id)
+    pending = {kind: by_kind.get(kind, {}).get(CellState.PENDING, 0) for kind in CellKind}
+    return bool(pending[CellKind.REVIEW]) and not pending[CellKind.CONTEXT]
 
 
 def _wait_for_holders(ws: Workspace, run_id: str, reported: dict[str, str]) -> MergeSummary | None:
