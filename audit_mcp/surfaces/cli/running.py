@@ -8,7 +8,10 @@ from pathlib import Path
 
 from audit_mcp.surfaces.cli.common import Subparsers, service_for, verb
 from audit_mcp.surfaces.cli.exits import EXIT_OK
-from audit_mcp.surfaces.workers import WORKER_MODES
+
+# workers.WORKER_MODES, written out so that registering `run` does not load the worker launcher (its
+# subprocess and signal handling) into every verb; a test pins the two equal.
+WORKER_MODES = ("submit", "file")
 
 
 def register(sub: Subparsers) -> None:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import errno
-import ipaddress
 import os
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +11,6 @@ from typing import Any
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.surfaces.cli.common import Subparsers, verb
 from audit_mcp.surfaces.cli.exits import EXIT_OK
-from audit_mcp.surfaces.http_auth import MIN_TOKEN_CHARS, TOKEN_ENV, BearerToken
 
 # Streamable HTTP sessions: one with no request in flight (and no open stream) for this long is closed, and
 # at most this many are open at once, so thousands of abandoned sessions cannot grow the server's memory.
@@ -78,8 +74,12 @@ def register(sub: Subparsers) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # Loaded by the one verb that serves: every other verb, --version and --help register it only.
+    import ipaddress
+
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from audit_mcp.surfaces.http_auth import MIN_TOKEN_CHARS, TOKEN_ENV, BearerToken
     from audit_mcp.surfaces.server import build_server
 
     root = (args.root or Path.cwd()).resolve()
@@ -154,6 +154,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _port_is_free(host: str, port: int) -> None:
     """Refuse before saying "serving" when the port cannot be bound (another server holds it, say)."""
+    import errno
+    import socket
+
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
