@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
 from audit_mcp.core.cwe import CWE_NAMES, cwe_url
 
@@ -211,7 +212,6 @@ CLASSES: dict[str, tuple[str, str]] = {
     cid.strip(): (name.strip(), what.strip())
     for cid, name, what in (line.split(" | ", 2) for line in _CLASSES.strip().splitlines())
 }
-_WORDINGS = tuple((re.compile(pattern, re.I), target) for pattern, target in _PHRASES)
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
@@ -224,6 +224,13 @@ def lens_class(lens: str) -> str:
     return f"other-{slug(lens) or 'finding'}"
 
 
+@cache
+def _wordings() -> tuple[tuple[re.Pattern[str], str], ...]:
+    # Compiled on the first category that needs them: most readers (status, the report) take the id filed
+    # at submission and never classify.
+    return tuple((re.compile(pattern, re.I), target) for pattern, target in _PHRASES)
+
+
 def classify(text: str, lens: str) -> Filing:
     """The taxonomy id for a reviewer's category text, given the lens it was reported under."""
     if (m := _CWE.search(text)) and 1 <= int(m.group(1)) <= MAX_CWE:
@@ -233,7 +240,7 @@ def classify(text: str, lens: str) -> Filing:
         return Filing(f"CWE-{_CWE_EQUIVALENTS[key]}", "class")
     if key in CLASSES:
         return Filing(key, "class")
-    for pattern, target in _WORDINGS:
+    for pattern, target in _wordings():
         if pattern.search(text):
             return Filing(target, "wording")
     words = f"-{key}-"

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from audit_mcp.engine.packets import PacketPlan
+if TYPE_CHECKING:  # an annotation only: a forecast, which reads this module's tiers, loads no packer
+    from audit_mcp.engine.packets import PacketPlan
 
 TIER_ORDER = {"deep": 0, "standard": 1, "small": 2}
 

@@ -29,6 +29,8 @@ class CellKind(StrEnum):
     VERIFY = "verify"
 
 
+CONTEXT_TASK_ID = "C0001"  # the task id of an audit's one context cell
+
 OPEN_STATES = (CellState.PENDING, CellState.ASSIGNED)
 DONE_STATES = (CellState.REVIEWED, CellState.NOT_APPLICABLE)
 VERDICTS = ("confirmed", "refuted")  # what a reviewer may say of an analyzer lead

@@ -12,11 +12,10 @@ from audit_mcp.core.errors import PathError
 from audit_mcp.core.fs import read_head
 from audit_mcp.engine.opinion_prompts import threat_model_block
 from audit_mcp.engine.overview import Overview, build_overview, tiny
-from audit_mcp.store.records import Cell, CellKind, CellState, FileRow
+from audit_mcp.store.records import CONTEXT_TASK_ID, Cell, CellKind, CellState, FileRow
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.workspace import Workspace
 
-CONTEXT_TASK_ID = "C0001"
 CONTEXT_PATH = "."
 OVERVIEW_TOKENS = 24_000  # the overview's share of a context packet, before the packet budget caps it
 

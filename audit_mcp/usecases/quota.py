@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from audit_mcp.core.models import LimitView, QuotaStatus
-from audit_mcp.engine.opinion_packets import MAX_VERIFY_TASKS
 from audit_mcp.scheduling.budget import packet_token_budget
 from audit_mcp.scheduling.limits import ResolvedLimits
 from audit_mcp.scheduling.pacing import iso, schedule_view
@@ -151,5 +150,14 @@ def open_obligations(by_kind: dict[str, dict[str, int]]) -> dict[str, dict[str, 
         if kind is CellKind.CONTEXT:
             out[kind.value]["packets"] = 1 if pending else 0
         elif kind is CellKind.VERIFY:
-            out[kind.value]["packets"] = -(-pending // MAX_VERIFY_TASKS)
+            out[kind.value]["packets"] = _verifier_packets(pending)
     return out
+
+
+def _verifier_packets(pending: int) -> int:
+    if not pending:
+        return 0
+    # Loaded only with verifications to count: the verifiers' packer builds on the review packer.
+    from audit_mcp.engine.opinion_packets import MAX_VERIFY_TASKS
+
+    return -(-pending // MAX_VERIFY_TASKS)

@@ -14,10 +14,9 @@ from audit_mcp.core.models import StatusView
 from audit_mcp.engine.coverage import completeness, totals
 from audit_mcp.findings.assessment import assess, verification_counts
 from audit_mcp.findings.synthesis import synthesize
-from audit_mcp.store.records import CellKind, CellState
+from audit_mcp.store.records import CONTEXT_TASK_ID, CellKind, CellState
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import memo
-from audit_mcp.usecases.context import CONTEXT_TASK_ID
 from audit_mcp.usecases.forecasting import plan_next_run, remembered_caps
 from audit_mcp.usecases.quota import open_obligations
 from audit_mcp.usecases.verifying import judged_same, subjects_due

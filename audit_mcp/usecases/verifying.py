@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audit_mcp.core.config import SessionConfig
-from audit_mcp.engine.opinion_prompts import PAIR, VerifyTask
 from audit_mcp.findings.synthesis import SEVERITY_RANK, Finding, Synthesis, synthesize
 from audit_mcp.store.records import Cell, CellKind, CellState, VerdictRow
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.workspace import Workspace
+
+if TYPE_CHECKING:
+    from audit_mcp.engine.opinion_prompts import VerifyTask
 
 VERIFY_LENS = CellKind.VERIFY.value
 
@@ -77,7 +79,7 @@ def subjects_due(tx: Tx, audit_id: int, config: SessionConfig, synthesis: Synthe
         if _pair_covered(pairs, doubt.first, doubt.second):  # type: ignore[arg-type]
             continue
         spans = [*doubt.first.locations, *doubt.second.locations]
-        due.append(Due(doubt.subject, doubt.first.file, min(a for a, _ in spans), max(b for _, b in spans), PAIR))
+        due.append(Due(doubt.subject, doubt.first.file, min(a for a, _ in spans), max(b for _, b in spans), "pair"))
     return due
 
 
@@ -159,6 +161,10 @@ def brief(f: Finding) -> dict[str, Any]:
 
 def verify_tasks(synthesis: Synthesis, cells: Sequence[Cell]) -> tuple[list[VerifyTask], list[Cell]]:
     """The tasks of these verify cells, and the cells whose subject no longer exists (withdrawn findings)."""
+    # The prompts' own record, loaded by those that write or check a verifier's packet: status, which only
+    # counts what is due, loads no prompt writer.
+    from audit_mcp.engine.opinion_prompts import VerifyTask
+
     by_alias = {alias: f for f in synthesis.findings for alias in f.aliases}
     doubts = {d.subject: d for d in synthesis.doubtful}
     tasks, stale = [], []
@@ -181,6 +187,8 @@ def verify_tasks(synthesis: Synthesis, cells: Sequence[Cell]) -> tuple[list[Veri
 
 def claimed(synthesis: Synthesis, cells: Sequence[Cell]) -> dict[str, str]:
     """Each verify task's reported severity (``PAIR`` for a pair), as its verifier was shown it."""
+    from audit_mcp.engine.opinion_prompts import PAIR
+
     tasks, _stale = verify_tasks(synthesis, cells)
     return {t.cell.task_id: PAIR if t.is_pair else str(t.findings[0]["severity"]) for t in tasks}
 
