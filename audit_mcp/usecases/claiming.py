@@ -22,7 +22,6 @@ from pathlib import Path
 from audit_mcp.core.errors import AuditError
 from audit_mcp.core.fs import write_atomic
 from audit_mcp.store.claims import Claim
-from audit_mcp.usecases.packet_render import render_packet
 from audit_mcp.usecases.workspace import Workspace, iso
 
 HOST_ENV = "AUDIT_MCP_HOST_ID"
@@ -49,6 +48,10 @@ class Holding:
 
 def take(ws: Workspace, run_id: str, capacity: int) -> Holding:
     """Release lapsed claims, renew this host's, and claim packets up to ``capacity`` held at once."""
+    # The prompt writers, for a host taking packets in a shared store: the submission, which asks only
+    # whether the store is shared and who holds a packet, loads none of them.
+    from audit_mcp.usecases.packet_render import render_packet
+
     holding = _take(ws, run_id, capacity, wait=False)
     if not holding.mine and (holding.unclaimed or not holding.others):
         # Every free packet was being claimed by a transaction not committed yet (perhaps this host's own

@@ -2,18 +2,23 @@
 live schedule (the width, cooldown and start times for the packets not launched yet) from what was learned.
 
 What a run was scheduled for (the learned state's key, the model, the host's cap and dispatch mode) is
-recorded at dispatch beside the run, so none of this reads the run's whole plan.
+recorded at dispatch beside the run, so none of this reads the run's whole plan. ``checked_failures`` checks
+the failures a host reports (between waves to plan_status, at the end to merge_and_ingest) before any is
+recorded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from audit_mcp.core.config import SessionConfig
+from audit_mcp.core.errors import InputError
 from audit_mcp.core.models import HostCapabilities
+from audit_mcp.core.text import id_problem
+from audit_mcp.engine.checks import MAX_FAILURE_TEXT_CHARS, clean_text, value_problems
 from audit_mcp.engine.dispatch import TIER_ORDER
 from audit_mcp.scheduling.learning import Context, learn_failure, learn_usage
 from audit_mcp.scheduling.limits import ResolvedLimits, resolve_limits
@@ -168,3 +173,46 @@ def learn_from_failures(ws: Workspace, flight: InFlight, texts: Collection[str])
         return state
 
     ws.learned.update(flight.context.key, change, now)
+
+
+_FAILURE_MESSAGES: dict[str, Callable[[Any], str]] = {
+    "packet_id": lambda v: id_problem("packet_id", v) or "packet_id must be the packet's id",
+    "error": lambda v: f"'error' must be the error text the host saw, not {type(v).__name__}",
+}
+
+
+def checked_failures(failures: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
+    """Packet id -> the error text the host saw, for every well-formed failure; ``InputError`` otherwise."""
+    if failures is not None and not isinstance(failures, list | tuple):
+        raise InputError([("/failures", "must be an array of {packet_id, error} objects")], "Nothing changed.")
+    items = list(failures or [])
+    if not items:  # the usual call between waves: nothing failed, and the input models are not loaded
+        return {}
+    # The input models, loaded for a list to check: a plan_status with nothing failed needs none of them.
+    from audit_mcp.engine.inputs import Failure, shape_problems
+
+    problems = value_problems(items, "/failures")[0]
+    if problems:
+        raise InputError(problems, "Nothing changed. Send plain JSON (UTF-8 text, finite numbers) and merge again.")
+    reported: dict[str, str] = {}
+    for i, item in enumerate(items):
+        loc = f"/failures/{i}"
+        if not isinstance(item, Mapping):
+            problems.append((loc, "each failure must be an object {packet_id, error} (the text the host saw)"))
+            continue
+        shape = shape_problems(Failure, item, ("failures", i), _FAILURE_MESSAGES)
+        if shape:
+            problems += [(where, message) for _, where, message in shape]
+            continue
+        packet_id = item.get("packet_id")
+        if problem := id_problem("packet_id", packet_id):
+            problems.append((f"{loc}/packet_id", problem))
+            continue
+        text = next((item[k] for k in ("error", "error_text", "message") if item.get(k) is not None), "")
+        if not isinstance(text, str):
+            problems.append((f"{loc}/error", f"'error' must be the error text the host saw, not {type(text).__name__}"))
+            continue
+        reported[str(packet_id)] = clean_text(text[:MAX_FAILURE_TEXT_CHARS]).strip() or "failed without an error text"
+    if problems:
+        raise InputError(problems, "Nothing changed. Fix the failures list and call merge_and_ingest again.")
+    return reported

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit_mcp.core import collector
@@ -11,10 +11,8 @@ from audit_mcp.core.models import MergeSummary, RequeuedTask
 from audit_mcp.core.progress import Progress, tell
 from audit_mcp.core.text import id_problem
 from audit_mcp.engine import drift
-from audit_mcp.engine.checks import MAX_FAILURE_TEXT_CHARS, clean_text, value_problems
 from audit_mcp.engine.coverage import completeness, totals
 from audit_mcp.engine.ingest import HELD, INVALID_RESULTS, ingest_run
-from audit_mcp.engine.inputs import Failure, shape_problems
 from audit_mcp.scheduling.failures import NOT_SUBMITTED, classify
 from audit_mcp.scheduling.pacing import run_outcome
 from audit_mcp.scheduling.worker_output import WorkerReport, describe
@@ -23,7 +21,7 @@ from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import claiming, verifying
 from audit_mcp.usecases.deferred import ingest_deferred
 from audit_mcp.usecases.forecasting import forecast_for_remembered_host
-from audit_mcp.usecases.inflight import in_flight, learn_measured_usage
+from audit_mcp.usecases.inflight import checked_failures, in_flight, learn_measured_usage
 from audit_mcp.usecases.rates import learn_from_run
 from audit_mcp.usecases.workspace import Workspace
 
@@ -263,44 +261,6 @@ def _wait_for_holders(ws: Workspace, run_id: str, reported: dict[str, str]) -> M
         "other hosts or waiting for a claim; it is merged once every packet is in. Call next_step now: it hands "
         "this host more packets, or says to wait.",
     )
-
-
-_FAILURE_MESSAGES: dict[str, Callable[[Any], str]] = {
-    "packet_id": lambda v: id_problem("packet_id", v) or "packet_id must be the packet's id",
-    "error": lambda v: f"'error' must be the error text the host saw, not {type(v).__name__}",
-}
-
-
-def checked_failures(failures: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
-    """Packet id -> the error text the host saw, for every well-formed failure; ``InputError`` otherwise."""
-    if failures is not None and not isinstance(failures, list | tuple):
-        raise InputError([("/failures", "must be an array of {packet_id, error} objects")], "Nothing changed.")
-    items = list(failures or [])
-    problems = value_problems(items, "/failures")[0]
-    if problems:
-        raise InputError(problems, "Nothing changed. Send plain JSON (UTF-8 text, finite numbers) and merge again.")
-    reported: dict[str, str] = {}
-    for i, item in enumerate(items):
-        loc = f"/failures/{i}"
-        if not isinstance(item, Mapping):
-            problems.append((loc, "each failure must be an object {packet_id, error} (the text the host saw)"))
-            continue
-        shape = shape_problems(Failure, item, ("failures", i), _FAILURE_MESSAGES)
-        if shape:
-            problems += [(where, message) for _, where, message in shape]
-            continue
-        packet_id = item.get("packet_id")
-        if problem := id_problem("packet_id", packet_id):
-            problems.append((f"{loc}/packet_id", problem))
-            continue
-        text = next((item[k] for k in ("error", "error_text", "message") if item.get(k) is not None), "")
-        if not isinstance(text, str):
-            problems.append((f"{loc}/error", f"'error' must be the error text the host saw, not {type(text).__name__}"))
-            continue
-        reported[str(packet_id)] = clean_text(text[:MAX_FAILURE_TEXT_CHARS]).strip() or "failed without an error text"
-    if problems:
-        raise InputError(problems, "Nothing changed. Fix the failures list and call merge_and_ingest again.")
-    return reported
 
 
 def _failure(reported: str | None, refused_file: str | None) -> tuple[str, str]:

@@ -17,8 +17,7 @@ from audit_mcp.core.text import id_problem
 from audit_mcp.scheduling.limits import waves_for
 from audit_mcp.scheduling.pacing import forecast_view, iso
 from audit_mcp.usecases import packet_render
-from audit_mcp.usecases.inflight import in_flight, learn_from_failures
-from audit_mcp.usecases.merging import checked_failures
+from audit_mcp.usecases.inflight import checked_failures, in_flight, learn_from_failures
 from audit_mcp.usecases.rates import cooldown
 from audit_mcp.usecases.workspace import Workspace
 

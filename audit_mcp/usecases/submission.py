@@ -6,13 +6,12 @@ import hashlib
 import json
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audit_mcp.core.models import Problem, Receipt
 from audit_mcp.core.text import capped, clean_text, id_problem
 from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json, value_problems
 from audit_mcp.engine.ingest import merge_parts
-from audit_mcp.engine.opinion_validation import ContextValidator, VerifyValidator
 from audit_mcp.engine.validation import PacketValidator
 from audit_mcp.scheduling.leases import superseded_message
 from audit_mcp.store.records import Cell, CellKind, Lead, PacketRow
@@ -20,6 +19,9 @@ from audit_mcp.usecases import claiming
 from audit_mcp.usecases.inflight import learn_from_usage
 from audit_mcp.usecases.verifying import claimed, current_synthesis
 from audit_mcp.usecases.workspace import Workspace, iso
+
+if TYPE_CHECKING:
+    from audit_mcp.engine.opinion_validation import ContextValidator, VerifyValidator
 
 
 def _refuse(run_id: str, packet_id: str, location: str, message: str) -> Receipt:
@@ -210,6 +212,11 @@ def _validator(
     in_manifest: Callable[[str], bool],
 ) -> PacketValidator | ContextValidator | VerifyValidator:
     """The checks for the packet's kind: a review, the threat model, or verdicts."""
+    if packet.kind not in (CellKind.CONTEXT, CellKind.VERIFY):
+        return PacketValidator(packet.packet_id, cells, ws.read_lines, in_manifest, leads)
+    # Loaded for a second opinion only: a review packet's submission does without their answer models.
+    from audit_mcp.engine.opinion_validation import ContextValidator, VerifyValidator
+
     if packet.kind == CellKind.CONTEXT:
 
         def known_path(path: str) -> bool:
@@ -217,11 +224,9 @@ def _validator(
                 return tx.has_path(audit_id, path)
 
         return ContextValidator(packet.packet_id, cells, known_path)
-    if packet.kind == CellKind.VERIFY:
-        with ws.store.read() as tx:
-            shown = claimed(current_synthesis(tx, audit_id), cells)
-        return VerifyValidator(packet.packet_id, cells, shown, ws.read_lines, in_manifest)
-    return PacketValidator(packet.packet_id, cells, ws.read_lines, in_manifest, leads)
+    with ws.store.read() as tx:
+        shown = claimed(current_synthesis(tx, audit_id), cells)
+    return VerifyValidator(packet.packet_id, cells, shown, ws.read_lines, in_manifest)
 
 
 def _dry_run(

@@ -115,9 +115,14 @@ def register(sub: Subparsers) -> None:
 
 
 def _next_step(args: argparse.Namespace) -> int:
-    service = service_for(args)
+    # The obligation loop alone, not the service's every use case (status, quota, the operator verbs).
+    from audit_mcp.usecases.handoff import update_handoff
+    from audit_mcp.usecases.next_step import next_step
+
+    ws = workspace_for(args)
     bar = TerminalProgress(sys.stderr)
-    step = service.next_step(
+    step = next_step(
+        ws,
         {
             "can_dispatch_subagents": args.host_can_dispatch_subagents,
             "can_restrict_subagent_tools": args.host_can_restrict_subagent_tools,
@@ -136,7 +141,7 @@ def _next_step(args: argparse.Namespace) -> int:
     )
     bar.close()
     if step.step_kind == "blocked":
-        service.update_handoff(step, command=["audit-mcp", *args.argv])  # resuming repeats this command
+        update_handoff(ws, step, command=["audit-mcp", *args.argv])  # resuming repeats this command
     emit(step)
     if step.step_kind == "blocked":
         print(f"audit-mcp: blocked: {step.reason}", file=sys.stderr)
