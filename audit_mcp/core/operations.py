@@ -7,10 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
-class TaskPacket(BaseModel):
+class _Result(BaseModel):
+    # Built on first use, as ``models``' are: a verb returns one of these, and loads them all.
+    model_config = ConfigDict(defer_build=True)
+
+
+class TaskPacket(_Result):
     """One packet that held a task: its run, state, prompt, and what came of it."""
 
     packet_id: str
@@ -25,7 +30,7 @@ class TaskPacket(BaseModel):
     result: dict[str, Any] | None = Field(default=None, description="The task's answer in that submission.")
 
 
-class TaskExplanation(BaseModel):
+class TaskExplanation(_Result):
     """Everything known about one task (a cell of the coverage matrix), and why it is open or closed."""
 
     task_id: str
@@ -47,7 +52,7 @@ class TaskExplanation(BaseModel):
     next_action: str
 
 
-class RequeueResult(BaseModel):
+class RequeueResult(_Result):
     """What a requeue did: the cells sent back to review and those it could not send, with why."""
 
     audit_id: int
@@ -58,7 +63,7 @@ class RequeueResult(BaseModel):
     next_action: str
 
 
-class AbandonResult(BaseModel):
+class AbandonResult(_Result):
     audit_id: int
     reason: str
     runs_closed: list[str]
@@ -66,7 +71,7 @@ class AbandonResult(BaseModel):
     next_action: str
 
 
-class CleanupResult(BaseModel):
+class CleanupResult(_Result):
     """What cleanup removed (or, with dry_run, would remove), and what it always keeps."""
 
     dry_run: bool
@@ -77,7 +82,7 @@ class CleanupResult(BaseModel):
     next_action: str
 
 
-class StageResult(BaseModel):
+class StageResult(_Result):
     """One stage (intake, plan, synthesize) run on its own: whether it ran, and what it did."""
 
     stage: str

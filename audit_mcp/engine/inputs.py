@@ -42,8 +42,9 @@ Line = Annotated[int, Field(ge=1, strict=True, description="A 1-based line numbe
 
 
 class _Input(BaseModel):
-    # Unknown keys are ignored (hosts add their own); strict numbers: no booleans, no 3.0 for a line.
-    model_config = ConfigDict(extra="ignore")
+    # Unknown keys are ignored (hosts add their own); strict numbers: no booleans, no 3.0 for a line. Each
+    # validator is built on its model's first use: a next_step that dispatches validates no answer.
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class RelatedLocation(_Input):
