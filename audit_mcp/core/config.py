@@ -17,7 +17,6 @@ anywhere; its relative paths are taken from the root.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -265,6 +264,8 @@ def load_config(root: Path, explicit: Path | None = None) -> SessionConfig:
         if explicit is not None:
             raise ConfigError(f"config file {path} does not exist; create it or drop --config")
         return with_env(SessionConfig())
+    import tomllib  # a repository without a config file (the usual case) never parses TOML
+
     try:
         data = tomllib.loads(_read(root, path, trusted).decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from audit_mcp.core.errors import PathError
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -43,6 +46,10 @@ class DerivedWriter:
     disks); leaving the ``with`` block waits for every write and re-raises the first error."""
 
     def __init__(self, workers: int = 4) -> None:
+        # Loaded by those that write prompts: the views and a submission read files, and the thread pool's
+        # module (with the logging it loads) is not theirs to pay for.
+        from concurrent.futures import ThreadPoolExecutor
+
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="audit-mcp-write")
         self._pending: list[Future[None]] = []
 
