@@ -9,8 +9,9 @@ so both see the same load): ``python -c pass``, ``--version``, ``--help``, ``quo
 duplicate) and ``plan-status``. ``plan-status`` is a write transaction and moves the queue's generation, so an
 untimed ``quota`` after it records the forecast again: every timed ``quota`` and ``status`` reads it, as after a
 dispatch. The processes write bytecode, as an installed package has it; the first round warms the page cache
-and writes it, and is not counted. Prints the best and the median wall time of each verb and side in ms, and
-the ratio of the bests, as JSON (``--markdown``: a table).
+and writes it, and is not counted. Prints the best and the median wall time and CPU time (user and system, which
+other load on a shared machine moves less) of each verb and side in ms, and the ratios of the bests, as JSON
+(``--markdown``: a table).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -95,18 +97,22 @@ def _verbs(ids: dict[str, str]) -> dict[str, list[str]]:
     }
 
 
-def _time(checkout: Path, side: Path, argv: list[str]) -> float:
+def _time(checkout: Path, side: Path, argv: list[str]) -> tuple[float, float]:
+    """One fresh process: its wall time and its CPU time (user and system), in ms."""
     if not argv:
         command = [sys.executable, "-c", "pass"]
     else:
         where = [] if argv[0].startswith("--") else ["--root", str(side / "app"), "--artifacts-dir", str(side / "art")]
         command = [sys.executable, "-m", "audit_mcp", *argv, *where]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(command, env=_env(checkout, side), cwd=side, capture_output=True, check=False)
     elapsed = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{checkout}: {' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode()[-500:]}")
-    return elapsed
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
+    return elapsed, cpu
 
 
 def measure(base: Path, runs: int, baseline: Path | None) -> dict[str, Any]:
@@ -116,12 +122,14 @@ def measure(base: Path, runs: int, baseline: Path | None) -> dict[str, Any]:
         (base / name).mkdir()
         ids[name] = _prepare(checkout, base / name)
     times: dict[str, dict[str, list[float]]] = {name: {} for name in sides}
+    cpu: dict[str, dict[str, list[float]]] = {name: {} for name in sides}
     for round_no in range(runs + 1):
         for name, checkout in sides.items():
             for verb, argv in _verbs(ids[name]).items():
-                elapsed = _time(checkout, base / name, argv)
+                elapsed, used = _time(checkout, base / name, argv)
                 if round_no:  # the first round warms the page cache and writes bytecode
                     times[name].setdefault(verb, []).append(elapsed)
+                    cpu[name].setdefault(verb, []).append(used)
             _cli(checkout, base / name, "quota")  # untimed: the forecast recorded again after plan-status
     out: dict[str, Any] = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
@@ -134,27 +142,29 @@ def measure(base: Path, runs: int, baseline: Path | None) -> dict[str, Any]:
         for name in sides:
             row[f"{name}_best_ms"] = round(min(times[name][verb]), 1)
             row[f"{name}_median_ms"] = round(statistics.median(times[name][verb]), 1)
+            row[f"{name}_cpu_best_ms"] = round(min(cpu[name][verb]), 1)
+            row[f"{name}_cpu_median_ms"] = round(statistics.median(cpu[name][verb]), 1)
         if baseline is not None:
             row["ratio_of_bests"] = round(row["baseline_best_ms"] / row["this_best_ms"], 2)
+            row["cpu_ratio_of_bests"] = round(row["baseline_cpu_best_ms"] / row["this_cpu_best_ms"], 2)
         out["verbs"][verb] = row
     return out
 
 
 def markdown(result: dict[str, Any]) -> str:
+    """Wall, then CPU: best / median ms of each side, and the ratio of the bests (baseline over this)."""
     two = any("baseline_best_ms" in row for row in result["verbs"].values())
-    head = (
-        "| verb | baseline best | baseline median | this best | this median | ratio |"
-        if two
-        else "| verb | best | median |"
+    head = "| verb | " + (
+        "baseline wall | this wall | ratio | baseline CPU | this CPU | ratio |" if two else "wall | CPU |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for verb, row in result["verbs"].items():
         cells = [f"`{verb}`"]
-        if two:
-            cells += [f"{row['baseline_best_ms']:.0f}", f"{row['baseline_median_ms']:.0f}"]
-        cells += [f"{row['this_best_ms']:.0f}", f"{row['this_median_ms']:.0f}"]
-        if two:
-            cells.append(f"{row['ratio_of_bests']:.2f}x")
+        for kind in ("", "cpu_"):
+            for name in ("baseline", "this") if two else ("this",):
+                cells.append(f"{row[f'{name}_{kind}best_ms']:.0f} / {row[f'{name}_{kind}median_ms']:.0f}")
+            if two:
+                cells.append(f"{row[f'{kind}ratio_of_bests']:.2f}x")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
