@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from audit_mcp.core.config import SessionConfig
-from audit_mcp.engine.file_kinds import FileKind
 from audit_mcp.engine.languages import chars_per_token
-from audit_mcp.engine.lens_map import LensSelector
 from audit_mcp.store.records import OPEN_STATES, Cell, CellState, FileRow, Matrix
 from audit_mcp.store.units import task_id
 
@@ -43,6 +41,10 @@ def file_ranges(row: FileRow, config: SessionConfig) -> list[tuple[int, int]]:
 
 def build_matrix(files: Sequence[FileRow], config: SessionConfig) -> Matrix:
     """The units of every file in scope, in a stable order, and the lenses that apply to each."""
+    # The lens rules (and pathspec's patterns) for planning only: status and the merge count cells here.
+    from audit_mcp.engine.file_kinds import FileKind
+    from audit_mcp.engine.lens_map import LensSelector
+
     selector = LensSelector(config)
     sets: dict[tuple[str, ...], int] = {}
     units: list[tuple[str, int, int, str, int]] = []
