@@ -169,10 +169,13 @@ def test_a_merge_that_settles_its_whole_run_carries_the_record_its_dispatch_made
         step = service.next_step({"can_dispatch_subagents": True})
         assert step.step_kind == "dispatch_review", (rounds, step.step_kind, step.reason)
         plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
-        for packet in plan["packets"]:
+        for n, packet in enumerate(plan["packets"]):
             answer = _with_a_finding(packet) if rounds == 2 else _reviewed(packet)  # findings leave sizes alone
             receipt = service.submit_packet(plan["run_id"], packet["packet_id"], answer)
             assert receipt.accepted, receipt.errors
+            # Between waves the host asks what to launch next: that records nothing the next run reads.
+            launched = [p["packet_id"] for p in plan["packets"][: n + 1]]
+            assert service.plan_status(plan["run_id"], [], launched).failures_recorded == 0
         before = len(packings)
         summary = service.merge_and_ingest(plan["run_id"], [])
         assert (summary.packets_failed, summary.tasks_requeued, summary.waiting_packets) == (0, 0, 0), summary

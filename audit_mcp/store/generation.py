@@ -2,11 +2,11 @@
 
 ``n`` moves with every write transaction. ``q``, the queue's generation, moves with every write transaction
 except one that said it only records a packet's answer (``Tx.records_answer_only``: the submission, the
-packet's state, its claim, the log) or what a host said of itself (``Tx.records_host_only``: a next_step's
-capabilities), which change nothing a forecast reads. Whatever is computed from a read
-of the queue, the manifest, the import graph, the runs and the cells (a forecast packs the next run from them)
-stays true while ``q`` is the one it was read at, in any process or host: every change commits through a write
-transaction, and only those that declare they leave all of it alone keep ``q``.
+packet's state, its claim, a failure the host reported for it, the log) or what a host said of itself
+(``Tx.records_host_only``: a next_step's capabilities), which change nothing a forecast reads. Whatever is
+computed from a read of the queue, the manifest, the import graph, the runs and the cells (a forecast packs
+the next run from them) stays true while ``q`` is the one it was read at, in any process or host: every
+change commits through a write transaction, and only those that declare they leave all of it alone keep ``q``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class GenerationQueries:
 
     def records_answer_only(self) -> None:
         """Say that this write transaction records a packet's answer and nothing else (the submission, the
-        packet's state, claims, the log): it keeps the queue's generation, so forecasts are not packed again."""
+        packet's state, claims, a failure the host reported for it, the log): it keeps the queue's generation,
+        so forecasts are not packed again."""
         self.answer_only = True
 
     def records_host_only(self) -> None:

@@ -48,6 +48,9 @@ def plan_status(
         unknown = sorted((set(reported) | set(started)) - ids)
         if unknown:
             raise ConfigError(f"packet(s) {unknown} are not in run {run_id}; take packet ids from its plan")
+        # What this records is what packets answered (their failures) and the log: the queue, the manifest and
+        # the runs stay as they are, so the forecasts recorded for the next run hold.
+        tx.records_answer_only()
         before = tx.reported_failures(run_id)
         new = {p: t for p, t in reported.items() if p not in before and tx.report_failure(p, run_id, t, ws.now())}
         flight = in_flight(ws, config, tx, run_id)
