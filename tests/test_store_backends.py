@@ -11,7 +11,7 @@ from audit_mcp.core.errors import ConfigError
 from audit_mcp.store.backends import Store, open_store
 from audit_mcp.store.dialect import to_postgres
 from audit_mcp.store.identity import RepoIdentity, redact, store_kind
-from audit_mcp.store.records import Cell, CellBatch, CellUpdate, FileRow, Matrix, PacketRow, RunRow, Verdict
+from audit_mcp.store.records import Cell, CellBatch, CellUpdate, FileRow, Lead, Matrix, PacketRow, RunRow, Verdict
 from audit_mcp.usecases.identity import normalize_remote
 from audit_mcp.usecases.service import AuditService
 
@@ -356,3 +356,36 @@ def test_every_write_raises_the_generation_and_a_new_database_has_a_new_origin(
         with again.read() as tx:
             assert tx.generation()[0] != origin
         again.close()
+
+
+def test_a_whole_run_written_at_once_gives_each_packet_its_tasks_cells_and_leads(store: Store) -> None:
+    audit_id = _audit(store)
+    matrix = Matrix(
+        units=[("a.py", 1, 3, "h1", 0), ("b.py", 1, 6, "h2", 1)], lens_sets=[["security"], ["security", "correctness"]]
+    )
+    lead = Lead("L001", "semgrep", "r1", "b.py", 2, 2, "warning", "m")
+    with store.write() as tx:
+        tx.insert_matrix(audit_id, matrix, NOW)
+        tx.insert_leads(audit_id, [lead])
+        cells = tx.cells_by_id(audit_id, ["T00001", "T00002", "T00003"])
+        tx.insert_run(RunRow("A1-R1", audit_id, 1, "dispatch", "open", NOW, None, 2, {"waves": [2]}))
+        first = PacketRow("A1-R1-P01", "A1-R1", 1, "issued", 900, "standard", "why", "/p1.md")
+        second = PacketRow("A1-R1-P02", "A1-R1", 2, "issued", 800, "small", "why", "/p2.md")
+        tx.insert_packets(audit_id, [(first, ["T00001"]), (second, ["T00002", "T00003"])])
+        tx.assign_run_leads({"A1-R1-P01": [], "A1-R1-P02": ["L001"]})
+        tx.assign_run_cells(
+            audit_id, "A1-R1", {"A1-R1-P01": [cells["T00001"]], "A1-R1-P02": [cells["T00002"], cells["T00003"]]}, NOW
+        )
+    with store.read() as tx:
+        assert [p.packet_id for p in tx.packets("A1-R1")] == ["A1-R1-P01", "A1-R1-P02"]
+        assert tx.packet("A1-R1-P02") == second
+        assert tx.packet_task_ids("A1-R1-P01") == ["T00001"]
+        assert sorted(tx.packet_task_ids("A1-R1-P02")) == ["T00002", "T00003"]
+        got = tx.cells_by_id(audit_id, ["T00001", "T00002", "T00003"])
+        assert {t: (c.state, c.packet_id) for t, c in got.items()} == {
+            "T00001": ("assigned", "A1-R1-P01"),
+            "T00002": ("assigned", "A1-R1-P02"),
+            "T00003": ("assigned", "A1-R1-P02"),
+        }
+        assert tx.leads(audit_id, "A1-R1-P01") == [] and tx.leads(audit_id, "A1-R1-P02") == [lead]
+        assert tx.cell_counts_by_kind(audit_id)["review"] == {"assigned": 3}

@@ -7,7 +7,7 @@ every query here answers for rows and implied cells alike.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any
 
 from audit_mcp.store.records import Cell, CellBatch, CellKind, CellState, CellUpdate, RunCell
@@ -265,6 +265,10 @@ class CellQueries(UnitQueries):
 
     def assign_cells(self, audit_id: int, run_id: str, packet_id: str, cells: Iterable[Cell], now: str) -> None:
         """Assign cells to a packet: an implied cell gets its row here, in the same statement."""
+        self.assign_run_cells(audit_id, run_id, {packet_id: cells}, now)
+
+    def assign_run_cells(self, audit_id: int, run_id: str, by_packet: Mapping[str, Iterable[Cell]], now: str) -> None:
+        """Assign each packet of run ``run_id`` its cells, in one statement for the whole run."""
         self.conn.executemany(
             "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts, run_id,"
             " packet_id, reason, content_hash, updated_at, kind, subject, unit)"
@@ -289,6 +293,7 @@ class CellQueries(UnitQueries):
                     c.subject,
                     c.unit,
                 )
+                for packet_id, cells in by_packet.items()
                 for c in cells
             ],
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from audit_mcp.store.queries import Queries
@@ -99,9 +99,13 @@ class FindingQueries(Queries):
         return [lead_from_json(json.loads(r[0])) for r in rows]
 
     def assign_leads(self, packet_id: str, lead_ids: Iterable[str]) -> None:
-        self.conn.executemany(
-            "INSERT INTO packet_leads (packet_id, lead_id) VALUES (?, ?)", [(packet_id, x) for x in lead_ids]
-        )
+        self.assign_run_leads({packet_id: lead_ids})
+
+    def assign_run_leads(self, by_packet: Mapping[str, Iterable[str]]) -> None:
+        """The analyzer leads each packet of a run carries, in one statement."""
+        rows = [(packet_id, x) for packet_id, lead_ids in by_packet.items() for x in lead_ids]
+        if rows:
+            self.conn.executemany("INSERT INTO packet_leads (packet_id, lead_id) VALUES (?, ?)", rows)
 
     def insert_verdict(self, audit_id: int, verdict: Verdict) -> None:
         self.conn.execute(

@@ -9,6 +9,12 @@ from typing import Any
 from audit_mcp.store.queries import Queries
 from audit_mcp.store.records import PacketRow, RunRow
 
+
+def plan_json(plan: dict[str, Any]) -> str:
+    """A run's plan as the store keeps it: compact JSON, keys sorted."""
+    return json.dumps(plan, sort_keys=True)
+
+
 _PACKET_COLUMNS = "packet_id, run_id, seq, state, estimated_tokens, model_tier, tier_reason, prompt_path, kind"
 
 
@@ -70,15 +76,15 @@ class RunQueries(Queries):
             plan=json.loads(r["plan"]) if "plan" in r.keys() and r["plan"] is not None else {},  # noqa: SIM118
         )
 
-    def insert_run(self, run: RunRow) -> None:
+    def insert_run(self, run: RunRow, plan_text: str | None = None) -> None:
+        """A new run and its plan; ``plan_text`` is ``plan_json(run.plan)`` when the caller has it already."""
         self.conn.execute(
             "INSERT INTO runs (run_id, audit_id, seq, kind, state, created_at, merged_at, wave_size)"
             " VALUES (?,?,?,?,?,?,?,?)",
             (run.run_id, run.audit_id, run.seq, run.kind, run.state, run.created_at, run.merged_at, run.wave_size),
         )
-        self.conn.execute(
-            "INSERT INTO run_plans (run_id, plan) VALUES (?, ?)", (run.run_id, json.dumps(run.plan, sort_keys=True))
-        )
+        text = plan_json(run.plan) if plan_text is None else plan_text
+        self.conn.execute("INSERT INTO run_plans (run_id, plan) VALUES (?, ?)", (run.run_id, text))
 
     def finish_run(self, run_id: str, now: str) -> None:
         self.conn.execute("UPDATE runs SET state = 'merged', merged_at = ? WHERE run_id = ?", (now, run_id))
@@ -100,25 +106,33 @@ class RunQueries(Queries):
         return [self._packet(r) for r in rows]
 
     def insert_packet(self, audit_id: int, packet: PacketRow, task_ids: Sequence[str]) -> None:
-        self.conn.execute(
+        self.insert_packets(audit_id, [(packet, task_ids)])
+
+    def insert_packets(self, audit_id: int, packets: Sequence[tuple[PacketRow, Sequence[str]]]) -> None:
+        """A run's packets and the tasks each holds: one statement for the packets, one for their tasks (a
+        run of 200 packets is two round trips to a shared store, not 400)."""
+        self.conn.executemany(
             "INSERT INTO packets (packet_id, run_id, audit_id, seq, state, estimated_tokens, model_tier,"
             " tier_reason, prompt_path, kind) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (
-                packet.packet_id,
-                packet.run_id,
-                audit_id,
-                packet.seq,
-                packet.state,
-                packet.estimated_tokens,
-                packet.model_tier,
-                packet.tier_reason,
-                packet.prompt_path,
-                packet.kind,
-            ),
+            [
+                (
+                    p.packet_id,
+                    p.run_id,
+                    audit_id,
+                    p.seq,
+                    p.state,
+                    p.estimated_tokens,
+                    p.model_tier,
+                    p.tier_reason,
+                    p.prompt_path,
+                    p.kind,
+                )
+                for p, _ in packets
+            ],
         )
         self.conn.executemany(
             "INSERT INTO packet_tasks (packet_id, task_id) VALUES (?, ?)",
-            [(packet.packet_id, t) for t in task_ids],
+            [(p.packet_id, t) for p, task_ids in packets for t in task_ids],
         )
 
     def packets(self, run_id: str) -> list[PacketRow]:

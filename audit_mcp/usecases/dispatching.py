@@ -18,7 +18,8 @@ from audit_mcp.engine.dispatch import dispatch_plan
 from audit_mcp.engine.plan_pages import wave_doc
 from audit_mcp.scheduling.leases import lease_end
 from audit_mcp.scheduling.pacing import schedule_view
-from audit_mcp.store.records import CellState, PacketRow, RunRow
+from audit_mcp.store.records import Cell, CellState, PacketRow, RunRow
+from audit_mcp.store.runs import plan_json
 from audit_mcp.usecases.forecasting import plan_next_run, record_next
 from audit_mcp.usecases.inflight import context_for
 from audit_mcp.usecases.packet_render import prompts_ahead
@@ -58,13 +59,20 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
             launch_offsets=dict(zip(planned.order, planned.launch_offsets, strict=True)),
         )
         plan_doc["lease_expires_at"] = iso(lease_end(ws.clock(), config.lease_seconds))
-        tx.insert_run(RunRow(run_id, audit.audit_id, run.seq, kind, "open", now, None, plan_doc["wave_size"], plan_doc))
+        # Serialized once: the store keeps this text, and the plan file of a large run is the same bytes.
+        plan_text = plan_json(plan_doc)
+        tx.insert_run(
+            RunRow(run_id, audit.audit_id, run.seq, kind, "open", now, None, plan_doc["wave_size"], plan_doc), plan_text
+        )
         # The folder the packet prompts' shell fallback writes results into.
         ws.results_dir(run_id).mkdir(parents=True, exist_ok=True)
         # Prompts are written before the commit that makes their packets visible; a crash before it
         # leaves orphan files the next dispatch overwrites, so no temporary file or fsync per prompt. Only
         # the first waves' prompts are written now: the host's calls between launches write the next ones.
         first = {p["packet_id"] for p in plan_doc["packets"][: prompts_ahead(plan_doc["waves"])]}
+        packets: list[tuple[PacketRow, list[str]]] = []
+        leads: dict[str, list[str]] = {}
+        cells: dict[str, list[Cell]] = {}
         with DerivedWriter() as prompts:
             for n, (spec, render, carry) in enumerate(
                 zip(specs, run.packed.renders, run.packed.carries, strict=True), 1
@@ -74,23 +82,24 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
                     prompts.write(spec.prompt_path, text)
                 else:
                     carried = carry()
-                tx.insert_packet(
-                    audit.audit_id,
-                    PacketRow(
-                        spec.packet_id,
-                        run_id,
-                        n,
-                        "issued",
-                        spec.plan.estimated_tokens,
-                        spec.plan.tier,
-                        spec.plan.tier_reason,
-                        str(spec.prompt_path),
-                        spec.kind,
-                    ),
-                    [c.task_id for c in spec.plan.cells],
+                row = PacketRow(
+                    spec.packet_id,
+                    run_id,
+                    n,
+                    "issued",
+                    spec.plan.estimated_tokens,
+                    spec.plan.tier,
+                    spec.plan.tier_reason,
+                    str(spec.prompt_path),
+                    spec.kind,
                 )
-                tx.assign_leads(spec.packet_id, [x.lead_id for x in carried])
-                tx.assign_cells(audit.audit_id, run_id, spec.packet_id, spec.plan.cells, now)
+                mine = cells[spec.packet_id] = spec.plan.cells
+                packets.append((row, [c.task_id for c in mine]))
+                leads[spec.packet_id] = [x.lead_id for x in carried]
+            # The whole run in three statements (a shared store answers each over the network).
+            tx.insert_packets(audit.audit_id, packets)
+            tx.assign_run_leads(leads)
+            tx.assign_run_cells(audit.audit_id, run_id, cells, now)
             for wave in range(1, len(plan_doc["waves"]) + 1):
                 prompts.write(ws.wave_path(run_id, wave), json.dumps(wave_doc(plan_doc, wave), indent=2) + "\n")
         if ws.store.dialect != "postgresql":  # a shared store leases each packet when a host claims it
@@ -107,9 +116,8 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
                 "prompt_prefix": run.prefix,
             },
         )
-        # Indented for people when small; compact (and fast to write) on large repositories.
-        indent = 2 if len(specs) <= 100 else None
-        write_atomic(ws.plan_path(run_id), json.dumps(plan_doc, indent=indent) + "\n")
+        # Indented for people when small; on large repositories the compact text the store keeps.
+        write_atomic(ws.plan_path(run_id), (json.dumps(plan_doc, indent=2) if len(specs) <= 100 else plan_text) + "\n")
         tx.log(
             now=now,
             audit_id=audit.audit_id,
