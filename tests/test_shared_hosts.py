@@ -13,7 +13,7 @@ from mcp import Client
 
 from audit_mcp.core.models import Step
 from audit_mcp.surfaces.server import build_server
-from audit_mcp.usecases import claiming
+from audit_mcp.usecases import claiming, snapshot
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 
@@ -116,6 +116,26 @@ def test_a_lapsed_claim_goes_to_another_host_and_the_late_submission_is_refused_
     finished = a.next_step()  # A finds the same finished audit, and its own copy of the report
     assert finished.step_kind == "present_report" and finished.completeness == "complete"
     assert "## Coverage" in Path(finished.artifact_paths["report"]).read_text()
+
+
+def test_the_host_whose_intake_made_the_snapshot_does_not_read_its_checkout_again_and_another_host_does(
+    hosts: tuple[AuditService, AuditService, Clock], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b, _ = hosts
+    read: list[Path] = []
+    real = snapshot.build_manifest
+
+    def counted(root: Path, *args: object, **kwargs: object) -> object:
+        read.append(root)
+        return real(root, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(snapshot, "build_manifest", counted)
+    first = a.next_step(CAPS)
+    assert first.step_kind == "dispatch_review" and _packets(first)
+    assert read == []  # A's intake read its checkout into the snapshot moments ago
+    second = b.next_step(CAPS)
+    assert second.step_kind == "dispatch_review" and _packets(second)
+    assert read == [b.root]  # B's checkout is compared with it, once
 
 
 def test_a_host_whose_checkout_differs_from_the_snapshot_is_refused_with_the_difference_named(

@@ -3,7 +3,8 @@
 Evidence is validated against the checkout of the host that submits it, so a host whose checkout differs
 from the audit's (another commit, or files changed, added or removed) would accept findings against code
 the audit never read. Such a host is refused work, with the difference named, until its checkout matches.
-The check reads the checkout once per audit and host process.
+The check reads the checkout once per audit and host process; the host whose intake made the snapshot has
+just read it, and does not read it again.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ def difference(ws: Workspace, audit: AuditRow) -> str | None:
     if key not in _CHECKED:
         _CHECKED[key] = _compare(ws, audit)
     return _CHECKED[key]
+
+
+def taken(ws: Workspace, audit_id: int) -> None:
+    """This process's intake read the checkout into audit ``audit_id`` (the audit's snapshot is this checkout
+    as it read it): the check that would read it again now has its answer."""
+    _CHECKED[(str(ws.root), audit_id)] = None
 
 
 def _compare(ws: Workspace, audit: AuditRow) -> str | None:

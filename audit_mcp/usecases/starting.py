@@ -15,7 +15,7 @@ from audit_mcp.engine.incremental import carry_forward, copy_findings
 from audit_mcp.engine.intake import build_manifest
 from audit_mcp.findings.analyzers import run_analyzers
 from audit_mcp.findings.leads import MAX_SARIF_BYTES, import_leads
-from audit_mcp.usecases import verifying
+from audit_mcp.usecases import snapshot, verifying
 from audit_mcp.usecases.context import context_cell
 from audit_mcp.usecases.workspace import Workspace
 
@@ -77,6 +77,7 @@ def intake(
             outcome="ok",
         )
     ws.hand_over(audit_id, manifest.files)
+    snapshot.taken(ws, audit_id)
 
 
 def _read_sarif(ws: Workspace, key: str, index: int, path: str) -> tuple[str, bytes]:
