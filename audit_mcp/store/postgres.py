@@ -11,6 +11,7 @@ readers see one snapshot. Connections come from a small pool: a server answers m
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -74,9 +75,34 @@ class PgConnection:
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> Cursor:
         cursor = self.raw.cursor(row_factory=_rows)
         rows = list(parameters)
-        if rows:
-            cursor.executemany(to_postgres(sql, parameters=True), rows)
+        if not rows:
+            return cursor
+        if len(rows) >= COPY_MIN_ROWS and (copy := _copy_of(sql)) is not None:
+            with cursor.copy(copy) as stream:
+                for row in rows:
+                    stream.write_row(row)
+            return cursor
+        cursor.executemany(to_postgres(sql, parameters=True), rows)
         return cursor
+
+
+# An INSERT of named columns whose values are all placeholders: its rows go in one COPY stream, not a statement
+# each (a new audit's manifest, import edges and matrix are tens of thousands of rows).
+_PLAIN_INSERT = re.compile(r"\s*INSERT INTO (\w+) \(([\w\s,]+)\) VALUES \((\?(?:\s*,\s*\?)*)\)\s*", re.ASCII)
+COPY_MIN_ROWS = 32  # below it the statements' pipeline costs about as little
+
+
+def _copy_of(sql: str) -> pgsql.Composed | None:
+    """``COPY table (columns) FROM STDIN`` for a plain INSERT (``_PLAIN_INSERT``), else ``None``."""
+    match = _PLAIN_INSERT.fullmatch(sql)
+    if match is None:
+        return None
+    columns = [c.strip() for c in match[2].split(",")]
+    if len(columns) != match[3].count("?"):
+        return None
+    return pgsql.SQL("COPY {} ({}) FROM STDIN").format(
+        pgsql.Identifier(match[1]), pgsql.SQL(", ").join(pgsql.Identifier(c) for c in columns)
+    )
 
 
 def schema_for(identity: RepoIdentity) -> str:
