@@ -50,7 +50,7 @@ def take(ws: Workspace, run_id: str, capacity: int) -> Holding:
     """Release lapsed claims, renew this host's, and claim packets up to ``capacity`` held at once."""
     # The prompt writers, for a host taking packets in a shared store: the submission, which asks only
     # whether the store is shared and who holds a packet, loads none of them.
-    from audit_mcp.usecases.packet_render import render_packet
+    from audit_mcp.usecases.packet_render import render_packets
 
     holding = _take(ws, run_id, capacity, wait=False)
     if not holding.mine and (holding.unclaimed or not holding.others):
@@ -64,11 +64,12 @@ def take(ws: Workspace, run_id: str, capacity: int) -> Holding:
             dispatched = tx.run(run_id)
         if dispatched is not None:
             write_atomic(plan_path, json.dumps(dispatched.plan) + "\n")
-    for packet_id in holding.mine:
-        path = ws.packet_prompt_path(run_id, packet_id)
-        if packet_id in fresh or not path.is_file():
-            with ws.store.read() as tx:
-                write_atomic(path, render_packet(ws, tx, run_id, packet_id))
+    due = [p for p in holding.mine if p in fresh or not ws.packet_prompt_path(run_id, p).is_file()]
+    if due:  # rendered together: what the prompts share (the run's prefix, files and edges) is read once
+        with ws.store.read() as tx:
+            texts = render_packets(ws, tx, run_id, due)
+        for packet_id, text in texts.items():
+            write_atomic(ws.packet_prompt_path(run_id, packet_id), text)
     if holding.mine:
         heartbeat(ws).watch(run_id)
     return holding
