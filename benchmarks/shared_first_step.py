@@ -3,7 +3,8 @@ the first dispatch of an empty audit, each in a fresh process and a fresh databa
 (with ``--baseline``) another one alternating.
 
 ``python benchmarks/shared_first_step.py --repo DIR [--rounds N] [--baseline CHECKOUT]`` prints JSON: wall
-seconds per round and side, on each store. It starts its own PostgreSQL server on a temporary directory
+seconds per round and side, on each store, after one run on PostgreSQL that is not counted (a server's
+first audit pays for its cold caches). It starts its own PostgreSQL server on a temporary directory
 and a loopback port (needs the server binaries, as the tests do). Runs are review runs only
 (``context_pass`` and ``verification_pass`` off) with a learned state of their own.
 """
@@ -84,6 +85,8 @@ def main() -> None:
     server.start()
     results: dict[str, dict[str, list[float]]] = {side: {"postgresql": [], "sqlite": []} for side in sides}
     try:
+        # The server's first database and first audit pay for its cold caches: one run, not counted.
+        _step(HERE.parent, args.repo, _database(server), config)
         for _ in range(args.rounds):
             for side, checkout in sides.items():
                 results[side]["postgresql"].append(round(_step(checkout, args.repo, _database(server), config), 3))

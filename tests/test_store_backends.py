@@ -367,6 +367,8 @@ def test_a_whole_run_written_at_once_gives_each_packet_its_tasks_cells_and_leads
     with store.write() as tx:
         tx.insert_matrix(audit_id, matrix, NOW)
         tx.insert_leads(audit_id, [lead])
+        # A cell tried once before has a row (the others are implied): assignment updates it in place.
+        tx.update_cell(audit_id, "T00002", state="pending", now=NOW, attempts=1, reason="timeout: try again")
         cells = tx.cells_by_id(audit_id, ["T00001", "T00002", "T00003"])
         tx.insert_run(RunRow("A1-R1", audit_id, 1, "dispatch", "open", NOW, None, 2, {"waves": [2]}))
         first = PacketRow("A1-R1-P01", "A1-R1", 1, "issued", 900, "standard", "why", "/p1.md")
@@ -382,10 +384,10 @@ def test_a_whole_run_written_at_once_gives_each_packet_its_tasks_cells_and_leads
         assert tx.packet_task_ids("A1-R1-P01") == ["T00001"]
         assert sorted(tx.packet_task_ids("A1-R1-P02")) == ["T00002", "T00003"]
         got = tx.cells_by_id(audit_id, ["T00001", "T00002", "T00003"])
-        assert {t: (c.state, c.packet_id) for t, c in got.items()} == {
-            "T00001": ("assigned", "A1-R1-P01"),
-            "T00002": ("assigned", "A1-R1-P02"),
-            "T00003": ("assigned", "A1-R1-P02"),
+        assert {t: (c.state, c.packet_id, c.run_id, c.attempts) for t, c in got.items()} == {
+            "T00001": ("assigned", "A1-R1-P01", "A1-R1", 0),
+            "T00002": ("assigned", "A1-R1-P02", "A1-R1", 1),
+            "T00003": ("assigned", "A1-R1-P02", "A1-R1", 0),
         }
         assert tx.leads(audit_id, "A1-R1-P01") == [] and tx.leads(audit_id, "A1-R1-P02") == [lead]
         assert tx.cell_counts_by_kind(audit_id)["review"] == {"assigned": 3}

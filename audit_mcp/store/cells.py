@@ -24,6 +24,25 @@ _UPDATE = (
 )
 
 
+# A cell assigned to a packet: its columns as assignment writes them (its state is 'assigned'), and what an
+# existing row of it takes from the assignment.
+_ASSIGNED = (
+    "audit_id, task_id, path, start_line, end_line, lens, attempts, run_id, packet_id, reason, content_hash,"
+    " updated_at, kind, subject, unit"
+)
+_ASSIGNED_SLOTS = ", ".join("?" * 15)
+_ON_ASSIGN = (
+    " ON CONFLICT (audit_id, task_id) DO UPDATE SET state = 'assigned', run_id = excluded.run_id,"
+    " packet_id = excluded.packet_id, reason = excluded.reason, updated_at = excluded.updated_at"
+)
+# Where a PostgreSQL transaction stages a run's assignments (a temporary table: this session's own, emptied
+# at every commit).
+_STAGE = (
+    "CREATE TEMPORARY TABLE IF NOT EXISTS assigning (audit_id BIGINT, task_id TEXT, path TEXT, start_line BIGINT,"
+    " end_line BIGINT, lens TEXT, attempts BIGINT, run_id TEXT, packet_id TEXT, reason TEXT, content_hash TEXT,"
+    " updated_at TEXT, kind TEXT, subject TEXT, unit BIGINT) ON COMMIT DELETE ROWS"
+)
+
 _UPDATE_MANY = (
     "UPDATE cells SET state = ?, attempts = COALESCE(?, attempts), run_id = ?, packet_id = ?, reason = ?,"
     " updated_at = ? WHERE audit_id = ? AND task_id IN "
@@ -269,33 +288,38 @@ class CellQueries(UnitQueries):
 
     def assign_run_cells(self, audit_id: int, run_id: str, by_packet: Mapping[str, Iterable[Cell]], now: str) -> None:
         """Assign each packet of run ``run_id`` its cells, in one statement for the whole run."""
+        rows = [
+            (
+                audit_id,
+                c.task_id,
+                c.path,
+                c.start_line,
+                c.end_line,
+                c.lens,
+                c.attempts,
+                run_id,
+                packet_id,
+                c.reason,
+                c.content_hash,
+                now,
+                c.kind,
+                c.subject,
+                c.unit,
+            )
+            for packet_id, cells in by_packet.items()
+            for c in cells
+        ]
+        if self.dialect == "postgresql" and len(rows) > 1:
+            # PostgreSQL sends each row of an upsert as a statement; staged, the rows go in one COPY stream
+            # and the upsert is one statement over them (the task ids are unique: each cell is in one packet).
+            self.conn.execute(_STAGE)
+            self.conn.execute("DELETE FROM assigning")
+            self.conn.executemany(f"INSERT INTO assigning ({_ASSIGNED}) VALUES ({_ASSIGNED_SLOTS})", rows)
+            staged = f"INSERT INTO cells ({_ASSIGNED}, state) SELECT {_ASSIGNED}, 'assigned' FROM assigning"
+            self.conn.execute(staged + _ON_ASSIGN)
+            return
         self.conn.executemany(
-            "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts, run_id,"
-            " packet_id, reason, content_hash, updated_at, kind, subject, unit)"
-            " VALUES (?,?,?,?,?,?,'assigned',?,?,?,?,?,?,?,?,?) ON CONFLICT (audit_id, task_id) DO UPDATE SET"
-            " state = 'assigned', run_id = excluded.run_id, packet_id = excluded.packet_id,"
-            " reason = excluded.reason, updated_at = excluded.updated_at",
-            [
-                (
-                    audit_id,
-                    c.task_id,
-                    c.path,
-                    c.start_line,
-                    c.end_line,
-                    c.lens,
-                    c.attempts,
-                    run_id,
-                    packet_id,
-                    c.reason,
-                    c.content_hash,
-                    now,
-                    c.kind,
-                    c.subject,
-                    c.unit,
-                )
-                for packet_id, cells in by_packet.items()
-                for c in cells
-            ],
+            f"INSERT INTO cells ({_ASSIGNED}, state) VALUES ({_ASSIGNED_SLOTS}, 'assigned')" + _ON_ASSIGN, rows
         )
 
     def task_ids_starting(self, audit_id: int, prefix: str, limit: int) -> list[str]:
