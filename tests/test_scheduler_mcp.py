@@ -20,7 +20,7 @@ from audit_mcp.scheduling.probe import probe
 from audit_mcp.surfaces.cli import main
 from audit_mcp.surfaces.server import build_server
 from audit_mcp.usecases.service import AuditService
-from tests.conftest import ScriptedReviewer
+from tests.conftest import ScriptedReviewer, git
 from tests.driving import first_review
 
 START = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -716,3 +716,56 @@ def test_packets_a_quoted_limit_cannot_admit_are_held_back_and_requeued_without_
     assert never_tried.state == "pending" and never_tried.attempts == 0
     tried = service.explain_task(first["tasks"][0]["task_id"])
     assert tried.state == "pending" and tried.attempts == 1
+
+
+def _named_wave(prompt: str, run_id: str) -> int:
+    """The launch list a step names for the waves it does not list."""
+    rest = prompt.split("are not listed here", 1)[1]
+    return int(rest.split(f"audit://runs/{run_id}/dispatch-plan/waves/", 1)[1].split("`", 1)[0])
+
+
+@pytest.mark.anyio
+async def test_the_waves_a_step_does_not_list_are_named_by_the_launch_lists_that_hold_them(
+    tmp_path: Path, reviewer: ScriptedReviewer
+) -> None:
+    # A run of 200 packets in waves of 2 lists its first waves in the step and names where the rest are. At
+    # dispatch the step's waves are the plan's; once packets are submitted the outstanding waves are cut
+    # anew, and the step names the packet to go on from and the launch list holding it, not a wave number
+    # that names other packets.
+    root = tmp_path / "many"
+    root.mkdir()
+    for n in range(230):
+        body = "".join(f"def f{n}_{k}(value):\n    return value * {k} + {n}\n\n\n" for k in range(24))
+        (root / f"m{n:03d}.py").write_text(f'"""Module {n}."""\n\n\n{body}')
+    (root / ".audit-mcp.toml").write_text(REVIEW_ONLY + 'lenses = ["security"]\nmax_packet_tokens = 4000\n' + ROOMY)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "many")
+    host = {"host_can_dispatch_subagents": True, "host_max_active_subagents": 2, "host_dispatch_mode": "whole_wave"}
+
+    async def launch_list(run_id: str, wave: int) -> list[str]:
+        read = await client.read_resource(f"audit://runs/{run_id}/dispatch-plan/waves/{wave}")
+        return [p["packet_id"] for p in json.loads(read.contents[0].text)["packets"]]  # type: ignore[union-attr]
+
+    async with Client(build_server(root, clock=FakeClock())) as client:
+        step = await _call(client, "next_step", host)
+        run_id = step["run_id"]
+        page = await _plan(client, run_id)
+        assert page["page"]["packets_total"] == 200 and sum(step["waves"]) == 200
+        prompt = Path(step["prompt_path"]).read_text()
+        listed = [line.split("`")[1] for line in prompt.splitlines() if line.startswith("- `")]
+        assert 0 < len(listed) < 200 and "are not listed here" in prompt
+        # At dispatch: the wave the step names next is the plan's, and it holds the next packets.
+        named = _named_wave(prompt, run_id)
+        assert (await launch_list(run_id, named))[0] == step["packet_ids"][len(listed)]
+        for packet in page["packets"][:3]:  # the first wave and half of the second
+            args = {"run_id": run_id, "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
+            assert (await _call(client, "submit_packet", args))["accepted"]
+        again = await _call(client, "next_step", host)
+        assert again["run_id"] == run_id
+        prompt = Path(again["prompt_path"]).read_text()
+        listed = [line.split("`")[1] for line in prompt.splitlines() if line.startswith("- `")]
+        following = again["packet_ids"][len(listed)]
+        assert f"Go on in launch order from packet `{following}`, 2 at a time" in prompt
+        named = _named_wave(prompt, run_id)
+        assert following in await launch_list(run_id, named)

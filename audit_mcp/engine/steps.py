@@ -96,19 +96,52 @@ def _waves_table(ctx: StepContext, waves: list[int], offsets: dict[str, float]) 
         block += [_packet_line(p, offsets) for p in chunk]
         size_of = sum(len(line) + 1 for line in block)
         if number > 1 and used + size_of > INLINE_WAVES_CHARS:
-            rest = len(waves) - number + 1
-            lines.append(
-                f"**Waves {number} to {len(waves)}** ({rest} more wave(s), {len(ctx.outstanding) - position + size} "
-                f"packet(s)) are not listed here, to keep this prompt short. Before each of them, read its "
-                f"launch list: the resource `{_wave_uri(ctx.run_id, number)}` (and so on up to wave {len(waves)}), "
-                f"or the file `{ctx.artifacts_dir / 'runs' / ctx.run_id / 'waves' / f'wave-{number:02d}.json'}` "
-                "(one file per wave, numbered alike). Each lists the wave's packets in launch order, with the "
-                "same prompt file, tier and start offset as above; its `next_wave_uri` names the wave after it."
-            )
+            lines.append(_rest_of_waves(ctx, waves, number, position - size))
             break
         lines += [*block, ""]
         used += size_of
     return "\n".join(lines).rstrip()
+
+
+def _rest_of_waves(ctx: StepContext, waves: list[int], number: int, start: int) -> str:
+    """Where a whole-wave host reads waves ``number`` on (their packets from ``start`` in the outstanding
+    order). The launch lists are the plan's waves, numbered as dispatch cut them; the outstanding waves of a
+    run resumed or re-paced since then are cut differently, so the host is told where to go on from and how
+    many to launch at a time rather than a wave number that names other packets."""
+    assert ctx.run_id is not None and ctx.plan is not None
+    rest = len(waves) - number + 1
+    remaining = len(ctx.outstanding) - start
+    head = f"**Waves {number} to {len(waves)}** ({rest} more wave(s), {remaining} packet(s)) are not listed here"
+    folder = ctx.artifacts_dir / "runs" / ctx.run_id / "waves"
+    planned: list[str] = [p["packet_id"] for p in ctx.plan.get("packets", [])]
+    plan_waves: list[int] = list(ctx.plan.get("waves") or [])
+    first = ctx.outstanding[start]["packet_id"]
+    bounds, wave_of, at = [], {}, 0
+    for n, size in enumerate(plan_waves, 1):
+        bounds.append(at)
+        wave_of.update({pid: n for pid in planned[at : at + size]})
+        at += size
+    from_wave = wave_of.get(first)
+    if from_wave is None:  # a packet the plan does not list (it cannot happen): the plan's pages list them all
+        return f"{head}. {_plan_reading(ctx)}"
+    outstanding = [p["packet_id"] for p in ctx.outstanding[start:]]
+    if outstanding == planned[bounds[from_wave - 1] :] and waves[number - 1 :] == plan_waves[from_wave - 1 :]:
+        return (
+            f"{head}, to keep this prompt short. Before each of them, read its launch list: the resource "
+            f"`{_wave_uri(ctx.run_id, from_wave)}` (and so on up to wave {len(plan_waves)}), or the file "
+            f"`{folder / f'wave-{from_wave:02d}.json'}` (one file per wave, numbered alike). Each lists the wave's "
+            "packets in launch order, with the same prompt file, tier and start offset as above; its "
+            "`next_wave_uri` names the wave after it."
+        )
+    width = waves[number - 1]
+    return (
+        f"{head}, to keep this prompt short. Go on in launch order from packet `{first}`, {width} at a time "
+        "(each wave once the one before it has finished, as above). The launch lists from "
+        f"`{_wave_uri(ctx.run_id, from_wave)}` on (the files from `{folder / f'wave-{from_wave:02d}.json'}`) hold "
+        "every packet in that order, with its prompt file, tier and start offset, grouped in the waves dispatch "
+        "first planned: launch only the packets not yet submitted, and call `plan_status` between waves as step "
+        "5 says; its `waiting` list is the order to follow now."
+    )
 
 
 def _wave_uri(run_id: str, wave: int) -> str:
