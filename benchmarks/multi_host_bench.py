@@ -72,6 +72,9 @@ def makespan(server: PgServer, hosts: int, work: Path, review_seconds: float) ->
 def submit_latency(store: str | None, work: Path) -> dict[str, Any]:
     origin = make_repo(work / f"lat-{uuid.uuid4().hex[:6]}", FILES)
     root = checkout(origin, origin.parent / (origin.name + "-co"), lease_seconds=600)
+    # Review packets only: with the threat model's pass on, the first run is its one context packet.
+    config = root / ".audit-mcp.toml"
+    config.write_text("context_pass = false\nverification_pass = false\n" + config.read_text())
     service = AuditService(root, store=store)
     step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 200})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())

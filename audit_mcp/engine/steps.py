@@ -10,6 +10,7 @@ from typing import Any
 from audit_mcp.core.escape import md_block, md_code
 from audit_mcp.core.models import HostCapabilities, Step
 from audit_mcp.engine.dispatch_rules import opening, rolling_rules, whole_wave_rules
+from audit_mcp.engine.launch_lists import Launch, plan_reading, queue_table, waves_table
 from audit_mcp.engine.obligation_lines import KIND_NOTES, forecast_line, obligations_line
 from audit_mcp.engine.templates import render
 
@@ -43,11 +44,6 @@ class StepContext:
     obligations: dict[str, dict[str, int]] = field(default_factory=dict)  # cells by kind, then state
 
 
-# The step prompt lists the first waves' packets inline up to about this many characters (~8k tokens);
-# the rest are read wave by wave from the plan's pages.
-INLINE_WAVES_CHARS = 24_000
-
-
 def _cli(ctx: StepContext, verb: str, *args: str) -> str:
     base = [*ctx.command, verb, "--root", str(ctx.root), "--artifacts-dir", str(ctx.artifacts_dir)]
     return " ".join([*(shlex.quote(part) for part in base), *args])
@@ -72,116 +68,6 @@ def _launch_offsets(outstanding: list[dict[str, Any]]) -> dict[str, float]:
     raw = {p["packet_id"]: float(p.get("not_before_seconds") or 0.0) for p in outstanding}
     base = min(raw.values(), default=0.0)
     return {packet: round(at - base, 1) for packet, at in raw.items() if at - base > 0}
-
-
-def _packet_line(p: dict[str, Any], offsets: dict[str, float]) -> str:
-    start = f"**start at +{offsets[p['packet_id']]:g}s**, " if p["packet_id"] in offsets else ""
-    kind = f" ({p['packet_kind']})" if p.get("packet_kind", "review") != "review" else ""
-    return (
-        f"- `{p['packet_id']}`{kind}: {start}model tier **{p['model_hint']['tier']}**, "
-        f"~{p['estimated_tokens']:,} tokens, {len(p['tasks'])} task(s). Prompt file: `{p['prompt_path']}`"
-    )
-
-
-def _waves_table(ctx: StepContext, waves: list[int], offsets: dict[str, float]) -> str:
-    """The outstanding packets wave by wave; past ``INLINE_WAVES_CHARS``, where to read the other waves."""
-    assert ctx.run_id is not None
-    lines: list[str] = []
-    used = position = 0
-    for number, size in enumerate(waves, 1):
-        chunk = ctx.outstanding[position : position + size]
-        position += size
-        paced = any(p["packet_id"] in offsets for p in chunk)
-        block = [f"**Wave {number}** ({len(chunk)} subagent(s){', paced' if paced else ' at once'}):"]
-        block += [_packet_line(p, offsets) for p in chunk]
-        size_of = sum(len(line) + 1 for line in block)
-        if number > 1 and used + size_of > INLINE_WAVES_CHARS:
-            lines.append(_rest_of_waves(ctx, waves, number, position - size))
-            break
-        lines += [*block, ""]
-        used += size_of
-    return "\n".join(lines).rstrip()
-
-
-def _rest_of_waves(ctx: StepContext, waves: list[int], number: int, start: int) -> str:
-    """Where a whole-wave host reads waves ``number`` on (their packets from ``start`` in the outstanding
-    order). The launch lists are the plan's waves, numbered as dispatch cut them; the outstanding waves of a
-    run resumed or re-paced since then are cut differently, so the host is told where to go on from and how
-    many to launch at a time rather than a wave number that names other packets."""
-    assert ctx.run_id is not None and ctx.plan is not None
-    rest = len(waves) - number + 1
-    remaining = len(ctx.outstanding) - start
-    head = f"**Waves {number} to {len(waves)}** ({rest} more wave(s), {remaining} packet(s)) are not listed here"
-    folder = ctx.artifacts_dir / "runs" / ctx.run_id / "waves"
-    planned: list[str] = [p["packet_id"] for p in ctx.plan.get("packets", [])]
-    plan_waves: list[int] = list(ctx.plan.get("waves") or [])
-    first = ctx.outstanding[start]["packet_id"]
-    bounds, wave_of, at = [], {}, 0
-    for n, size in enumerate(plan_waves, 1):
-        bounds.append(at)
-        wave_of.update({pid: n for pid in planned[at : at + size]})
-        at += size
-    from_wave = wave_of.get(first)
-    if from_wave is None:  # a packet the plan does not list (it cannot happen): the plan's pages list them all
-        return f"{head}. {_plan_reading(ctx)}"
-    outstanding = [p["packet_id"] for p in ctx.outstanding[start:]]
-    if outstanding == planned[bounds[from_wave - 1] :] and waves[number - 1 :] == plan_waves[from_wave - 1 :]:
-        return (
-            f"{head}, to keep this prompt short. Before each of them, read its launch list: the resource "
-            f"`{_wave_uri(ctx.run_id, from_wave)}` (and so on up to wave {len(plan_waves)}), or the file "
-            f"`{folder / f'wave-{from_wave:02d}.json'}` (one file per wave, numbered alike). Each lists the wave's "
-            "packets in launch order, with the same prompt file, tier and start offset as above; its "
-            "`next_wave_uri` names the wave after it."
-        )
-    width = waves[number - 1]
-    return (
-        f"{head}, to keep this prompt short. Go on in launch order from packet `{first}`, {width} at a time "
-        "(each wave once the one before it has finished, as above). The launch lists from "
-        f"`{_wave_uri(ctx.run_id, from_wave)}` on (the files from `{folder / f'wave-{from_wave:02d}.json'}`) hold "
-        "every packet in that order, with its prompt file, tier and start offset, grouped in the waves dispatch "
-        "first planned: launch only the packets not yet submitted, and call `plan_status` between waves as step "
-        "5 says; its `waiting` list is the order to follow now."
-    )
-
-
-def _wave_uri(run_id: str, wave: int) -> str:
-    return f"audit://runs/{run_id}/dispatch-plan/waves/{wave}"
-
-
-def _plan_reading(ctx: StepContext) -> str:
-    """How to read the whole plan without one oversize read."""
-    assert ctx.run_id is not None
-    return (
-        f"The whole plan (packets, tasks, token estimates) is the file `{ctx.plan_path}` (for scripts: it can "
-        f"be large). Hosts read it as the resource `audit://runs/{ctx.run_id}/dispatch-plan`, in pages that "
-        "each stay under ~20k tokens: every page has the summary and a slice of the packets in launch order, "
-        "and its `page.next_uri` (a `?cursor=N` form of the same URI) is the next page, null on the last. "
-        f"Or read it wave by wave: `{_wave_uri(ctx.run_id, 1)}` and up, one launch list per wave."
-    )
-
-
-def _queue_table(ctx: StepContext, width: int, offsets: dict[str, float]) -> str:
-    """A rolling host's packets: one queue in launch order, ``width`` of them running at any time; past
-    ``INLINE_WAVES_CHARS``, where to read the rest of the queue."""
-    assert ctx.run_id is not None
-    head = (
-        f"**Launch order** (keep {width} running: the first {min(width, len(ctx.outstanding))} now"
-        f"{' or at their start times' if offsets else ''}, then the next as each one finishes):"
-    )
-    lines, used = [head], len(head)
-    for n, p in enumerate(ctx.outstanding):
-        line = _packet_line(p, offsets)
-        if n >= width and used + len(line) + 1 > INLINE_WAVES_CHARS:
-            lines.append(
-                f"- ...then {len(ctx.outstanding) - n} more packet(s), not listed here to keep this prompt short. "
-                f"Take them in this same launch order from the launch lists `{_wave_uri(ctx.run_id, 1)}` and up "
-                f"(or the files under `{ctx.artifacts_dir / 'runs' / ctx.run_id / 'waves'}`), which give each "
-                "packet's prompt file, tier and start offset as above."
-            )
-            break
-        lines.append(line)
-        used += len(line) + 1
-    return "\n".join(lines)
 
 
 def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
@@ -229,6 +115,7 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         else f"No rate-limit cooldown is active: start {'now' if mode == 'rolling' else 'the first wave now'}."
     )
     offsets = _launch_offsets(ctx.outstanding)
+    launch = Launch(ctx.run_id, ctx.artifacts_dir, ctx.plan_path, ctx.plan, ctx.outstanding)
     interval = planned.get("launch_interval_seconds") or None
     width = waves[0] if waves else 0
     rules = rolling_rules(ctx.run_id, width, offsets) if mode == "rolling" else whole_wave_rules(ctx.run_id, offsets)
@@ -243,9 +130,9 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     prompt = render(
         "steps/dispatch_review.md",
         run_id=ctx.run_id,
-        plan_reading=_plan_reading(ctx),
+        plan_reading=plan_reading(launch),
         opening=opening(ctx.run_id, mode, len(ctx.outstanding), waves),
-        waves_table=_queue_table(ctx, width, offsets) if mode == "rolling" else _waves_table(ctx, waves, offsets),
+        waves_table=queue_table(launch, width, offsets) if mode == "rolling" else waves_table(launch, waves, offsets),
         resumed=resumed,
         model_rule=model_rule,
         tools_rule=tools_rule,
