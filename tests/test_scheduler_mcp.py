@@ -718,20 +718,8 @@ def test_packets_a_quoted_limit_cannot_admit_are_held_back_and_requeued_without_
     assert tried.state == "pending" and tried.attempts == 1
 
 
-def _named_wave(prompt: str, run_id: str) -> int:
-    """The launch list a step names for the waves it does not list."""
-    rest = prompt.split("are not listed here", 1)[1]
-    return int(rest.split(f"audit://runs/{run_id}/dispatch-plan/waves/", 1)[1].split("`", 1)[0])
-
-
-@pytest.mark.anyio
-async def test_the_waves_a_step_does_not_list_are_named_by_the_launch_lists_that_hold_them(
-    tmp_path: Path, reviewer: ScriptedReviewer
-) -> None:
-    # A run of 200 packets in waves of 2 lists its first waves in the step and names where the rest are. At
-    # dispatch the step's waves are the plan's; once packets are submitted the outstanding waves are cut
-    # anew, and the step names the packet to go on from and the launch list holding it, not a wave number
-    # that names other packets.
+def _two_hundred_packets(tmp_path: Path) -> Path:
+    """A committed repository of 230 small modules whose first run is 200 packets of one file each."""
     root = tmp_path / "many"
     root.mkdir()
     for n in range(230):
@@ -741,31 +729,54 @@ async def test_the_waves_a_step_does_not_list_are_named_by_the_launch_lists_that
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "many")
-    host = {"host_can_dispatch_subagents": True, "host_max_active_subagents": 2, "host_dispatch_mode": "whole_wave"}
+    return root
 
-    async def launch_list(run_id: str, wave: int) -> list[str]:
-        read = await client.read_resource(f"audit://runs/{run_id}/dispatch-plan/waves/{wave}")
-        return [p["packet_id"] for p in json.loads(read.contents[0].text)["packets"]]  # type: ignore[union-attr]
 
+async def _launch_list(client: Client, run_id: str, wave: int) -> list[str]:
+    """The packets of one of the plan's launch lists (its wave ``wave``)."""
+    read = await client.read_resource(f"audit://runs/{run_id}/dispatch-plan/waves/{wave}")
+    return [p["packet_id"] for p in json.loads(read.contents[0].text)["packets"]]  # type: ignore[union-attr]
+
+
+def _named_wave(prompt: str, run_id: str, after: str = "are not listed here") -> int:
+    """The launch list a step names for the waves (or the part of its queue) it does not list."""
+    rest = prompt.split(after, 1)[1]
+    return int(rest.split(f"audit://runs/{run_id}/dispatch-plan/waves/", 1)[1].split("`", 1)[0])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["whole_wave", "rolling"])
+async def test_the_packets_a_step_does_not_list_are_found_from_the_packet_and_launch_list_it_names(
+    tmp_path: Path, reviewer: ScriptedReviewer, mode: str
+) -> None:
+    # A run of 200 packets two at a time lists its first packets in the step and names where the rest are.
+    # At dispatch a whole-wave host's waves are the plan's, named by number; once packets are submitted the
+    # outstanding waves are cut anew, and the step names the packet to go on from and the launch list
+    # holding it, not a wave number that names other packets. A rolling host's queue names both each time.
+    root = _two_hundred_packets(tmp_path)
+    host = {"host_can_dispatch_subagents": True, "host_max_active_subagents": 2, "host_dispatch_mode": mode}
+    marker = "are not listed here" if mode == "whole_wave" else "more packet(s), not listed here"
     async with Client(build_server(root, clock=FakeClock())) as client:
         step = await _call(client, "next_step", host)
         run_id = step["run_id"]
         page = await _plan(client, run_id)
         assert page["page"]["packets_total"] == 200 and sum(step["waves"]) == 200
-        prompt = Path(step["prompt_path"]).read_text()
-        listed = [line.split("`")[1] for line in prompt.splitlines() if line.startswith("- `")]
-        assert 0 < len(listed) < 200 and "are not listed here" in prompt
-        # At dispatch: the wave the step names next is the plan's, and it holds the next packets.
-        named = _named_wave(prompt, run_id)
-        assert (await launch_list(run_id, named))[0] == step["packet_ids"][len(listed)]
-        for packet in page["packets"][:3]:  # the first wave and half of the second
-            args = {"run_id": run_id, "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
-            assert (await _call(client, "submit_packet", args))["accepted"]
-        again = await _call(client, "next_step", host)
-        assert again["run_id"] == run_id
-        prompt = Path(again["prompt_path"]).read_text()
-        listed = [line.split("`")[1] for line in prompt.splitlines() if line.startswith("- `")]
-        following = again["packet_ids"][len(listed)]
-        assert f"Go on in launch order from packet `{following}`, 2 at a time" in prompt
-        named = _named_wave(prompt, run_id)
-        assert following in await launch_list(run_id, named)
+        for moment in ("dispatch", "resumed"):
+            prompt = Path(step["prompt_path"]).read_text()
+            listed = [line.split("`")[1] for line in prompt.splitlines() if line.startswith("- `")]
+            assert 0 < len(listed) < len(step["packet_ids"]) and marker in prompt
+            following = step["packet_ids"][len(listed)]
+            holding = await _launch_list(client, run_id, _named_wave(prompt, run_id, marker))
+            if mode == "rolling":
+                assert f"from packet `{following}` on" in prompt and following in holding
+            elif moment == "dispatch":
+                assert holding[0] == following  # the plan's own wave, by its number
+            else:
+                assert f"Go on in launch order from packet `{following}`, 2 at a time" in prompt
+                assert following in holding
+            if moment == "dispatch":  # then the first three packets are submitted, and the host asks again
+                for packet in page["packets"][:3]:
+                    args = {"run_id": run_id, "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
+                    assert (await _call(client, "submit_packet", args))["accepted"]
+                step = await _call(client, "next_step", host)
+                assert step["run_id"] == run_id and len(step["packet_ids"]) == 197

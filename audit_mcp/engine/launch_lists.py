@@ -64,14 +64,10 @@ def _rest_of_waves(launch: Launch, waves: list[int], number: int, start: int) ->
     remaining = len(launch.outstanding) - start
     head = f"**Waves {number} to {len(waves)}** ({rest} more wave(s), {remaining} packet(s)) are not listed here"
     folder = launch.artifacts_dir / "runs" / launch.run_id / "waves"
-    planned: list[str] = [p["packet_id"] for p in launch.plan.get("packets", [])]
+    planned = [p["packet_id"] for p in launch.plan.get("packets", [])]
     plan_waves: list[int] = list(launch.plan.get("waves") or [])
     first = launch.outstanding[start]["packet_id"]
-    bounds, wave_of, at = [], {}, 0
-    for n, size in enumerate(plan_waves, 1):
-        bounds.append(at)
-        wave_of.update({pid: n for pid in planned[at : at + size]})
-        at += size
+    bounds, wave_of = _plan_waves(launch)
     from_wave = wave_of.get(first)
     if from_wave is None:  # a packet the plan does not list (it cannot happen): the plan's pages list them all
         return f"{head}. {plan_reading(launch)}"
@@ -93,6 +89,19 @@ def _rest_of_waves(launch: Launch, waves: list[int], number: int, start: int) ->
         "first planned: launch only the packets not yet submitted, and call `plan_status` between waves as step "
         "5 says; its `waiting` list is the order to follow now."
     )
+
+
+def _plan_waves(launch: Launch) -> tuple[list[int], dict[str, int]]:
+    """Where each of the plan's waves starts in its launch order, and the wave (from 1) holding each packet."""
+    planned = [p["packet_id"] for p in launch.plan.get("packets", [])]
+    bounds: list[int] = []
+    wave_of: dict[str, int] = {}
+    at = 0
+    for n, size in enumerate(launch.plan.get("waves") or [], 1):
+        bounds.append(at)
+        wave_of.update({pid: n for pid in planned[at : at + size]})
+        at += size
+    return bounds, wave_of
 
 
 def wave_uri(run_id: str, wave: int) -> str:
@@ -121,11 +130,13 @@ def queue_table(launch: Launch, width: int, offsets: Mapping[str, float]) -> str
     for n, p in enumerate(launch.outstanding):
         line = packet_line(p, offsets)
         if n >= width and used + len(line) + 1 > INLINE_WAVES_CHARS:
+            wave = _plan_waves(launch)[1].get(p["packet_id"], 1)
             lines.append(
                 f"- ...then {len(launch.outstanding) - n} more packet(s), not listed here to keep this prompt short. "
-                f"Take them in this same launch order from the launch lists `{wave_uri(launch.run_id, 1)}` and up "
-                f"(or the files under `{launch.artifacts_dir / 'runs' / launch.run_id / 'waves'}`), which give each "
-                "packet's prompt file, tier and start offset as above."
+                f"Take them in this same launch order from packet `{p['packet_id']}` on: the launch lists from "
+                f"`{wave_uri(launch.run_id, wave)}` on (the files from "
+                f"`{launch.artifacts_dir / 'runs' / launch.run_id / 'waves' / f'wave-{wave:02d}.json'}`) give each "
+                "packet's prompt file, tier and start offset as above; launch only the packets not yet submitted."
             )
             break
         lines.append(line)
