@@ -64,10 +64,9 @@ def _rest_of_waves(launch: Launch, waves: list[int], number: int, start: int) ->
     remaining = len(launch.outstanding) - start
     head = f"**Waves {number} to {len(waves)}** ({rest} more wave(s), {remaining} packet(s)) are not listed here"
     folder = launch.artifacts_dir / "runs" / launch.run_id / "waves"
-    planned = [p["packet_id"] for p in launch.plan.get("packets", [])]
     plan_waves: list[int] = list(launch.plan.get("waves") or [])
     first = launch.outstanding[start]["packet_id"]
-    bounds, wave_of = _plan_waves(launch)
+    planned, bounds, wave_of = _plan_waves(launch)
     from_wave = wave_of.get(first)
     if from_wave is None:  # a packet the plan does not list (it cannot happen): the plan's pages list them all
         return f"{head}. {plan_reading(launch)}"
@@ -91,8 +90,9 @@ def _rest_of_waves(launch: Launch, waves: list[int], number: int, start: int) ->
     )
 
 
-def _plan_waves(launch: Launch) -> tuple[list[int], dict[str, int]]:
-    """Where each of the plan's waves starts in its launch order, and the wave (from 1) holding each packet."""
+def _plan_waves(launch: Launch) -> tuple[list[str], list[int], dict[str, int]]:
+    """The plan's packets in launch order, where each of its waves starts in that order, and the wave (from 1)
+    holding each packet."""
     planned = [p["packet_id"] for p in launch.plan.get("packets", [])]
     bounds: list[int] = []
     wave_of: dict[str, int] = {}
@@ -101,7 +101,7 @@ def _plan_waves(launch: Launch) -> tuple[list[int], dict[str, int]]:
         bounds.append(at)
         wave_of.update({pid: n for pid in planned[at : at + size]})
         at += size
-    return bounds, wave_of
+    return planned, bounds, wave_of
 
 
 def wave_uri(run_id: str, wave: int) -> str:
@@ -130,7 +130,7 @@ def queue_table(launch: Launch, width: int, offsets: Mapping[str, float]) -> str
     for n, p in enumerate(launch.outstanding):
         line = packet_line(p, offsets)
         if n >= width and used + len(line) + 1 > INLINE_WAVES_CHARS:
-            wave = _plan_waves(launch)[1].get(p["packet_id"], 1)
+            wave = _plan_waves(launch)[2].get(p["packet_id"], 1)
             lines.append(
                 f"- ...then {len(launch.outstanding) - n} more packet(s), not listed here to keep this prompt short. "
                 f"Take them in this same launch order from packet `{p['packet_id']}` on: the launch lists from "
