@@ -86,6 +86,7 @@ ABLATIONS = {  # what ``--without NAME`` switches off, to measure what each part
     "slow_start": "with nothing known, the first wave is as wide as the host allows",
     "first_wave_ratio": "before any usage, uncached runs are planned with the prior input ratio, not their most",
     "hold": "packets the learned limits cannot admit (or would pack far smaller) are launched anyway",
+    "corroborate": "a built-in guess stays a guess however the throttling bears it out",
 }
 
 
@@ -145,6 +146,8 @@ def ablate(names: Sequence[str]) -> None:
         profile.planning_ratio = lambda learned, provider, tokens=None: prior(learned, provider, tokens)[1]
     if "hold" in names:
         live._repack = lambda *args: False
+    if "corroborate" in names:
+        learning._corroborated = lambda state, ctx, now: state
 
 
 def _init(names: Sequence[str]) -> None:

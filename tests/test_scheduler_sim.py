@@ -261,6 +261,7 @@ def test_without_switches_off_each_named_part_of_the_scheduler(monkeypatch: pyte
         (learning, "slow_start"),
         (profile, "planning_ratio"),
         (live, "_repack"),
+        (learning, "_corroborated"),
     ):
         monkeypatch.setattr(module, name, getattr(module, name))  # restored after the test
     scheduler_sim.ablate(sorted(scheduler_sim.ABLATIONS))
@@ -268,3 +269,5 @@ def test_without_switches_off_each_named_part_of_the_scheduler(monkeypatch: pyte
     assert scheduler.waves_for(20, 16, "rolling") == [10, 10] and learning.THROTTLED_SHARE == 0.0
     guessed = ResolvedLimits("openai", "m", {})
     assert not scheduler.slow_start(guessed, Learned()) and profile.planning_ratio(Learned(), "openai") == 8.0
+    marker = Learned(cap=3.0)
+    assert learning._corroborated(marker, None, None) is marker  # type: ignore[arg-type]

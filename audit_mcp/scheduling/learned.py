@@ -84,6 +84,10 @@ class LearnedDoc(BaseModel):
         Field(default_factory=dict, max_length=16)
     )
     inferred_at: AwareDatetime | None = None
+    corroborated_limits: dict[
+        Annotated[str, Field(max_length=64)], Annotated[int, Field(gt=0, le=MAX_QUOTED_LIMIT)]
+    ] = Field(default_factory=dict, max_length=16)
+    corroborated_at: AwareDatetime | None = None
     burst_runs: Annotated[int, Field(ge=0, le=MAX_LEARNED_CAP)] | None = None
 
     @model_validator(mode="after")

@@ -24,6 +24,13 @@ and ``now`` in; the new learned state out.
   input limit says the runs fit, and the runs re-send their whole context on every call (so they draw
   evenly), the limit is lowered to what they drew together (``_inferred``): absorbed retries never quote the
   real limit, and a bucket refusing calls delivers no more than that.
+- **A built-in guess throttling bears out**: a guessed (low-confidence) limit does not bind, so a key on a
+  better tier than the built-in table is not held to it. When the window is throttled at about the width the
+  guess itself allows (``CORROBORATED_WITHIN``), and no limit known better sets a width near it, the key is
+  on that tier: the guess that binds first is kept (``_corroborated``) and binds from then on, at medium
+  confidence, so launches are paced to it rather than the cap cutting and growing back into the same 429s.
+  It lapses after one half-life (``profile.lapsed``): a bound guess is never throttled, so nothing else would
+  ever free a key whose account has moved up a tier.
 - **Probing a throttled width less often**: the width a throttling cut was made at is remembered; each further
   cut at that same width (within ``REPEAT_WITHIN``) doubles the clean waves the cap needs before it grows
   back into it (at most ``2**MAX_REPEATS``), and a clean wave that grows the cap past it forgets it, so a
@@ -46,18 +53,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from audit_mcp.scheduling.limits import ResolvedLimits
+from audit_mcp.scheduling.limits import Limit, ResolvedLimits
 from audit_mcp.scheduling.profile import (
     CACHED_RATIO,
     DEFAULT_RUN_SECONDS,
+    PER_MINUTE,
     Learned,
     binding_rates,
     decayed,
+    lapsed,
     run_profile,
     with_observed,
 )
 from audit_mcp.scheduling.ratelimits import parse_error_text
-from audit_mcp.scheduling.scheduler import WHOLE_WITHIN, burst_runs, physical_cap, slow_start
+from audit_mcp.scheduling.scheduler import WHOLE_WITHIN, burst_runs, capacity_bounds, physical_cap, slow_start
 from audit_mcp.scheduling.sizefit import Fit, folded, mean_size, mean_value, seeded
 
 DEFAULT_COOLDOWN = timedelta(seconds=60)
@@ -72,6 +81,9 @@ MAX_REPEATS = 5  # at most 2**5 clean waves before a width throttled again and a
 ABSORBED_DECREASE = 0.75
 # A cut at a capacity within this of the one the last cut was made at is a cut at the same width again.
 REPEAT_WITHIN = 0.5
+# A built-in guess is borne out by runs throttled at no more than 1/this of the width it allows (slow start's
+# doubling overshoots a right guess by up to that), and a limit known better explains 429s within as much.
+CORROBORATED_WITHIN = 2 / 3
 
 
 @dataclass(frozen=True)
@@ -129,7 +141,7 @@ def _learned_usage(
         return state
     state = _windowed(state, now, calls, limited, float(usage.get("input_tokens") or 0.0), seconds)
     if state.window_limited >= MIN_THROTTLED and state.window_limited >= THROTTLED_SHARE * state.window_calls:
-        state = _inferred(state, ctx, now)
+        state = _corroborated(_inferred(state, ctx, now), ctx, now)
         # In slow start the last step doubled the width, so the one before it is the one known to hold.
         slow = state.cap is not None and state.threshold is None
         return _decreased(state, ctx, now, FAILURE_DECREASE if slow else ABSORBED_DECREASE)
@@ -159,6 +171,8 @@ def _learned_failure(learned: Learned, text: str, now: datetime, ctx: Context) -
     run = timedelta(seconds=state.run_seconds or DEFAULT_RUN_SECONDS)
     if state.last_decrease_at is not None and now - state.last_decrease_at < run:
         return state  # most likely launched before the last decrease
+    if not signal.limits:
+        state = _corroborated(state, ctx, now)
     return _decreased(state, ctx, now, FAILURE_DECREASE)
 
 
@@ -198,6 +212,7 @@ def _held(state: Learned, ctx: Context) -> Learned:
 
 def _materialised(learned: Learned, ctx: Context, now: datetime) -> Learned:
     """The cap and threshold as decayed to ``now``, stamped ``now``: later decay starts from here."""
+    learned = lapsed(learned, now, ctx.half_life)
     prior = prior_cap(learned, ctx)
     return replace(
         learned,
@@ -294,6 +309,32 @@ def _inferred(state: Learned, ctx: Context, now: datetime) -> Learned:
     return replace(
         state, inferred_limits={**state.inferred_limits, "input_tokens_per_minute": per_minute}, inferred_at=now
     )
+
+
+def _corroborated(state: Learned, ctx: Context, now: datetime) -> Learned:
+    """The built-in guess that throttling bears out. A guessed (low-confidence) limit never binds, so a key on a
+    better tier is not held to it; but runs refused at about the width the guess itself allows (no less than
+    ``CORROBORATED_WITHIN`` of the width in use) show the key is on that tier, and then the guess binds
+    (``with_observed``): launches are paced to it instead of the cap cutting and growing back into the same
+    429s. Only the limit that would bind first, and only when no limit known better (configured, quoted,
+    inferred) sets a width near the one in use: the throttling is that limit's, not the guess's. Runs refused
+    far above what the guess allows show a better tier, and the guess stays a guess."""
+    seen = with_observed(ctx.limits, state)
+    guessed = {k: v for k, v in seen.limits.items() if k in PER_MINUTE and v.confidence == "low"}
+    if not guessed or _explained(state, ctx):
+        return state
+    bound = {k: Limit(v.value, v.source, "medium") for k, v in guessed.items()}
+    trial = ResolvedLimits(seen.provider, seen.model, {**seen.limits, **bound})
+    bounds = capacity_bounds(trial, ctx.host_cap, ctx.mean_tokens, state, ctx.host_kind)
+    width = max(1.0, float(ctx.in_use))
+    rates = [k for k in bounds if k != "host"]
+    if any(k not in guessed and bounds[k] * CORROBORATED_WITHIN < width for k in rates):
+        return state
+    first = min(rates, key=lambda k: bounds[k])
+    if first not in guessed or bounds[first] < CORROBORATED_WITHIN * width:
+        return state
+    held = {**state.corroborated_limits, first: guessed[first].value}
+    return replace(state, corroborated_limits=held, corroborated_at=now)
 
 
 def _explained(state: Learned, ctx: Context) -> bool:

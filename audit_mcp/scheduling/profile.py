@@ -8,7 +8,7 @@ an input ratio (plus output tokens and calls per run). The priors below are corr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits
@@ -28,7 +28,9 @@ TARGET_UTILISATION = 1.0
 # it draws its input as it reads the packet, early. Above it every call re-sends everything.
 CACHED_RATIO = 4.0
 INFERRED_SOURCE = "inferred from throttled runs"  # how a limit lowered by ``learning._inferred`` is shown
-_PER_MINUTE = ("input_tokens_per_minute", "output_tokens_per_minute", "requests_per_minute")
+# How a built-in guess is shown once throttling bore it out (``learning._corroborated``): it binds from then on.
+CORROBORATED_SOURCE = "built-in table, borne out by throttled runs"
+PER_MINUTE = ("input_tokens_per_minute", "output_tokens_per_minute", "requests_per_minute")
 FIT_KEYS = ("input_tokens", "output_tokens", "api_calls", "seconds")  # the usage a run profile is fitted on
 
 
@@ -73,6 +75,10 @@ class Learned:
     # bucket refused calls): a bucket that throttles runs delivers its refill, so that is the limit. Lower only.
     inferred_limits: dict[str, int] = field(default_factory=dict)
     inferred_at: datetime | None = None
+    # Built-in guesses (low confidence, which never bind) that throttling bore out: runs were refused at about
+    # the width the guess allows, so it binds (medium) from then on, for one half-life (``lapsed``).
+    corroborated_limits: dict[str, int] = field(default_factory=dict)
+    corroborated_at: datetime | None = None
     # The whole-wave burst bound in force (whole runs per wave, ``scheduler.held_runs``): it moves only once
     # its estimate leaves it by a margin, so drift of a few percent in the run profile keeps the width.
     burst_runs: int | None = None
@@ -134,7 +140,7 @@ def binding_rates(limits: ResolvedLimits) -> dict[str, float]:
 
     A guessed (low-confidence) tier would throttle every better-off user; learning from 429s narrows instead.
     """
-    return {key: limits.value(key) / 60.0 for key in _PER_MINUTE if limits.limits[key].confidence != "low"}
+    return {key: limits.value(key) / 60.0 for key in PER_MINUTE if limits.limits[key].confidence != "low"}
 
 
 def planning_ratio(learned: Learned, provider: str, tokens: float | None = None) -> float:
@@ -189,17 +195,32 @@ def with_observed(limits: ResolvedLimits, learned: Learned) -> ResolvedLimits:
     """Limits read from the provider's own rate-limit headers win, at high confidence. A limit inferred from
     throttled usage lowers a configured one (a ceiling, never raised): throttling below it shows the key
     gets less than the configuration says."""
-    if not learned.observed_limits and not learned.inferred_limits:
+    if not learned.observed_limits and not learned.inferred_limits and not learned.corroborated_limits:
         return limits
     merged = dict(limits.limits)
     for key, value in learned.inferred_limits.items():
         old = merged.get(key)
         if old is not None and value > 0 and old.confidence == "medium" and value < old.value:
             merged[key] = Limit(value, f"{INFERRED_SOURCE} at {_stamp(learned.inferred_at)}", "medium")
+    for key, value in learned.corroborated_limits.items():
+        old = merged.get(key)
+        # Only the guess that was borne out: a different guess (another model's table, a new release's) is not.
+        if old is not None and old.confidence == "low" and value == old.value:
+            merged[key] = Limit(value, f"{CORROBORATED_SOURCE} at {_stamp(learned.corroborated_at)}", "medium")
     for key, value in learned.observed_limits.items():
         if key in merged and value > 0:
             merged[key] = Limit(value, f"rate-limit headers seen {_stamp(learned.observed_at)}", "high")
     return ResolvedLimits(limits.provider, limits.model, merged)
+
+
+def lapsed(learned: Learned, now: datetime, half_life: timedelta) -> Learned:
+    """``learned`` without the guesses throttling bore out more than ``half_life`` ago: a tier-one key binds
+    again at its next throttled window, while one whose account has moved up a tier is not held to the guess
+    for ever (a bound guess is never throttled, so nothing else would ever lift it)."""
+    at = learned.corroborated_at
+    if not learned.corroborated_limits or (at is not None and now - at < half_life):
+        return learned
+    return replace(learned, corroborated_limits={}, corroborated_at=None)
 
 
 def _stamp(at: datetime | None) -> str:

@@ -15,7 +15,7 @@ from audit_mcp.scheduling.budget import (
     sustainable_packet_tokens,
 )
 from audit_mcp.scheduling.limits import ResolvedLimits
-from audit_mcp.scheduling.profile import INFERRED_SOURCE, Learned, binding_rates, run_profile
+from audit_mcp.scheduling.profile import CORROBORATED_SOURCE, INFERRED_SOURCE, Learned, binding_rates, run_profile
 
 _CONFIGURED = ("session config", "environment")
 
@@ -70,6 +70,13 @@ def pace(f: Facts) -> str:
         return (
             f"the {f.paced_by} the throttled runs showed ({limit.value:,}, {limit.source}): lower than configured, "
             "since calls were refused while the configured limit said they fit"
+        )
+    if limit.source.startswith(CORROBORATED_SOURCE):
+        return (
+            f"the model's {f.paced_by} from the built-in table ({limit.value:,}, {limit.source}): calls were refused "
+            "at about the width it allows, so it is obeyed for one learning half-life ([scheduler] half_life_hours); "
+            "if the account allows more, set the real limit under [model] in .audit-mcp.toml (or AUDIT_MCP_RPM, "
+            "AUDIT_MCP_ITPM, AUDIT_MCP_OTPM)"
         )
     return f"the model's {f.paced_by} ({limit.value:,}, {limit.source})"
 

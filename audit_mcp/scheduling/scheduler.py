@@ -137,6 +137,16 @@ def physical_cap(
     the bucket's burst plus its refill over that reading time, not only the refill over the run. An uncached
     run re-sends its whole context on every call and draws evenly.
     """
+    bounds = capacity_bounds(limits, host_cap, mean_tokens, learned, host_kind)
+    binding = min(bounds, key=lambda k: bounds[k])
+    return max(1.0, bounds[binding]), binding
+
+
+def capacity_bounds(
+    limits: ResolvedLimits, host_cap: int, mean_tokens: float, learned: Learned, host_kind: str = "rolling"
+) -> dict[str, float]:
+    """The capacity each constraint alone sustains (``physical_cap`` takes the least, and at least one run):
+    the host's slots, and each binding limit's, unrounded and unfloored."""
     seconds, ratio, _out, _calls = run_profile(learned, limits.provider, mean_tokens)
     bounds = {"host": float(min(host_cap, MAX_WAVE_WIDTH))}
     for key, rate in binding_rates(limits).items():
@@ -150,8 +160,7 @@ def physical_cap(
             peak = limits.value(key) + rate * seconds / WHOLE_WAVE_INPUT_PEAK
             runs = held_runs(profile.TARGET_UTILISATION * peak / per_run, learned.burst_runs)
             bounds[key] = min(bounds[key], float(runs))
-    binding = min(bounds, key=lambda k: bounds[k])
-    return max(1.0, bounds[binding]), binding
+    return bounds
 
 
 def held_runs(estimate: float, held: int | None) -> int:

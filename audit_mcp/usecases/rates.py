@@ -11,7 +11,7 @@ from audit_mcp.scheduling.learned import state_key
 from audit_mcp.scheduling.learning import Context, RunOutcome, learn_run
 from audit_mcp.scheduling.limits import ResolvedLimits, resolve_limits
 from audit_mcp.scheduling.pacing import Pacing, pacing_settings, with_observed
-from audit_mcp.scheduling.profile import Learned
+from audit_mcp.scheduling.profile import Learned, lapsed
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.workspace import Workspace, iso
 
@@ -23,7 +23,7 @@ def pacing(
     settings = pacing_settings(config.scheduler, caps.dispatch_mode)
     base = resolve_limits(caps.model, provider, config.model)
     key = state_key(base.provider, base.model)
-    learned = ws.learned.get(key)
+    learned = lapsed(ws.learned.get(key), ws.clock(), settings.half_life)
     return with_observed(base, learned), learned, key, settings
 
 
