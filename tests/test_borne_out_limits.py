@@ -81,6 +81,19 @@ def test_runs_throttled_far_above_what_the_guess_allows_leave_it_a_guess() -> No
     assert before.cap is not None and state.cap is not None and state.cap < before.cap  # the cap narrows, as before
 
 
+def test_runs_that_came_back_clean_far_above_what_the_guess_allows_refute_it() -> None:
+    # Runs went clean at twice the guess's width before a trickle of refusals (a busy shared key) was counted
+    # as throttling near it: the key is on a better tier, and the guess stays a guess.
+    limits = guessed()
+    state = _after_one_packet(limits)
+    allows = guess_allows(limits, state)
+    clean = {**THROTTLED, "rate_limited_calls": 0}
+    state = learn_usage(state, clean, 10_000, NOW - timedelta(minutes=1), ctx(limits, allows * 2))
+    assert state.clean_width == pytest.approx(allows * 2)
+    state = learn_usage(state, THROTTLED, 10_000, NOW, ctx(limits, allows * 1.25))
+    assert state.corroborated_limits == {}
+
+
 def test_a_limit_known_better_near_the_width_takes_the_blame() -> None:
     # The input limit is configured (medium) and sets about the width in use: the 429s are its, and the guessed
     # request and output limits are not borne out by them.

@@ -89,6 +89,7 @@ class LearnedDoc(BaseModel):
     ] = Field(default_factory=dict, max_length=16)
     corroborated_at: AwareDatetime | None = None
     burst_runs: Annotated[int, Field(ge=0, le=MAX_LEARNED_CAP)] | None = None
+    clean_width: Annotated[float, _finite(0, MAX_LEARNED_CAP)] | None = None
 
     @model_validator(mode="after")
     def _times_in_range(self) -> LearnedDoc:

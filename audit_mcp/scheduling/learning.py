@@ -29,6 +29,7 @@ and ``now`` in; the new learned state out.
   guess itself allows (``CORROBORATED_WITHIN``), and no limit known better sets a width near it, the key is
   on that tier: the guess that binds first is kept (``_corroborated``) and binds from then on, at medium
   confidence, so launches are paced to it rather than the cap cutting and growing back into the same 429s.
+  Runs that came back clean far above what the guess allows (``Learned.clean_width``) refute it for good.
   It lapses after one half-life (``profile.lapsed``): a bound guess is never throttled, so nothing else would
   ever free a key whose account has moved up a tier.
 - **Probing a throttled width less often**: the width a throttling cut was made at is remembered; each further
@@ -146,7 +147,8 @@ def _learned_usage(
         slow = state.cap is not None and state.threshold is None
         return _decreased(state, ctx, now, FAILURE_DECREASE if slow else ABSORBED_DECREASE)
     if clean(usage):
-        return _grown(replace(state, hard_stop=None), ctx, started, now)
+        widest = max(state.clean_width or 0.0, min(float(ctx.in_use), MAX_LEARNED_CAP))
+        return _grown(replace(state, hard_stop=None, clean_width=widest), ctx, started, now)
     return state
 
 
@@ -318,7 +320,7 @@ def _corroborated(state: Learned, ctx: Context, now: datetime) -> Learned:
     (``with_observed``): launches are paced to it instead of the cap cutting and growing back into the same
     429s. Only the limit that would bind first, and only when no limit known better (configured, quoted,
     inferred) sets a width near the one in use: the throttling is that limit's, not the guess's. Runs refused
-    far above what the guess allows show a better tier, and the guess stays a guess."""
+    far above what the guess allows, or clean far above it before, show a better tier: it stays a guess."""
     seen = with_observed(ctx.limits, state)
     guessed = {k: v for k, v in seen.limits.items() if k in PER_MINUTE and v.confidence == "low"}
     if not guessed or _explained(state, ctx):
@@ -331,8 +333,8 @@ def _corroborated(state: Learned, ctx: Context, now: datetime) -> Learned:
     if any(k not in guessed and bounds[k] * CORROBORATED_WITHIN < width for k in rates):
         return state
     first = min(rates, key=lambda k: bounds[k])
-    if first not in guessed or bounds[first] < CORROBORATED_WITHIN * width:
-        return state
+    if first not in guessed or bounds[first] < CORROBORATED_WITHIN * max(width, state.clean_width or 0.0):
+        return state  # refused far above what it allows, or clean there before: a better tier than the guess
     held = {**state.corroborated_limits, first: guessed[first].value}
     return replace(state, corroborated_limits=held, corroborated_at=now)
 

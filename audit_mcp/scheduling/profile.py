@@ -82,6 +82,9 @@ class Learned:
     # The whole-wave burst bound in force (whole runs per wave, ``scheduler.held_runs``): it moves only once
     # its estimate leaves it by a margin, so drift of a few percent in the run profile keeps the width.
     burst_runs: int | None = None
+    # The most runs at once (the capacity the host was told) that a packet came back clean at: a built-in guess
+    # that allows far fewer was refuted by it, whatever throttling comes later (``learning._corroborated``).
+    clean_width: float | None = None
 
     @property
     def known(self) -> bool:
