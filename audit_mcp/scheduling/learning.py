@@ -82,8 +82,10 @@ MAX_REPEATS = 5  # at most 2**5 clean waves before a width throttled again and a
 ABSORBED_DECREASE = 0.75
 # A cut at a capacity within this of the one the last cut was made at is a cut at the same width again.
 REPEAT_WITHIN = 0.5
-# A built-in guess is borne out by runs throttled at no more than 1/this of the width it allows (slow start's
-# doubling overshoots a right guess by up to that), and a limit known better explains 429s within as much.
+# A built-in guess is borne out by runs throttled at no more than 1/this of the width it allows (a right guess
+# that does not bind is overrun by bursts and by the cap's growth before its runs are refused; one that allows
+# less than this would have seen them refused long before), and a limit known better takes the blame for 429s
+# at a width within as much of its own.
 CORROBORATED_WITHIN = 2 / 3
 
 
