@@ -11,7 +11,7 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any
 
 from audit_mcp.store.records import Cell, CellBatch, CellKind, CellState, CellUpdate, RunCell
-from audit_mcp.store.units import UnitQueries
+from audit_mcp.store.units import CELL_COLUMNS, CELL_SLOTS, UnitQueries, cell_row
 
 _CELL_COLUMNS = (
     "task_id, path, start_line, end_line, lens, state, attempts, run_id, packet_id, reason, content_hash,"
@@ -24,23 +24,17 @@ _UPDATE = (
 )
 
 
-# A cell assigned to a packet: its columns as assignment writes them (its state is 'assigned'), and what an
-# existing row of it takes from the assignment.
-_ASSIGNED = (
-    "audit_id, task_id, path, start_line, end_line, lens, attempts, run_id, packet_id, reason, content_hash,"
-    " updated_at, kind, subject, unit"
-)
-_ASSIGNED_SLOTS = ", ".join("?" * 15)
+# What an existing row of a cell takes from its assignment to a packet.
 _ON_ASSIGN = (
     " ON CONFLICT (audit_id, task_id) DO UPDATE SET state = 'assigned', run_id = excluded.run_id,"
     " packet_id = excluded.packet_id, reason = excluded.reason, updated_at = excluded.updated_at"
 )
 # Where a PostgreSQL transaction stages a run's assignments (a temporary table: this session's own, emptied
-# at every commit).
+# at every commit), its columns ``CELL_COLUMNS``.
 _STAGE = (
     "CREATE TEMPORARY TABLE IF NOT EXISTS assigning (audit_id BIGINT, task_id TEXT, path TEXT, start_line BIGINT,"
-    " end_line BIGINT, lens TEXT, attempts BIGINT, run_id TEXT, packet_id TEXT, reason TEXT, content_hash TEXT,"
-    " updated_at TEXT, kind TEXT, subject TEXT, unit BIGINT) ON COMMIT DELETE ROWS"
+    " end_line BIGINT, lens TEXT, state TEXT, attempts BIGINT, run_id TEXT, packet_id TEXT, reason TEXT,"
+    " content_hash TEXT, updated_at TEXT, kind TEXT, subject TEXT, unit BIGINT) ON COMMIT DELETE ROWS"
 )
 
 _UPDATE_MANY = (
@@ -83,30 +77,12 @@ class CellQueries(UnitQueries):
     """Cells: inserting the matrix, reading the queue, assigning and answering cells."""
 
     def insert_cells(self, audit_id: int, cells: Iterable[Cell], now: str) -> None:
+        """Cells that are rows only (no unit implies them): ``CELL_COLUMNS`` but the unit."""
         self.conn.executemany(
             "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts,"
             " run_id, packet_id, reason, content_hash, updated_at, kind, subject)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [
-                (
-                    audit_id,
-                    c.task_id,
-                    c.path,
-                    c.start_line,
-                    c.end_line,
-                    c.lens,
-                    c.state,
-                    c.attempts,
-                    c.run_id,
-                    c.packet_id,
-                    c.reason,
-                    c.content_hash,
-                    now,
-                    c.kind,
-                    c.subject,
-                )
-                for c in cells
-            ],
+            [cell_row(audit_id, c, now, c.run_id, c.packet_id, c.state)[:-1] for c in cells],
         )
 
     def carry_cells(
@@ -288,24 +264,9 @@ class CellQueries(UnitQueries):
 
     def assign_run_cells(self, audit_id: int, run_id: str, by_packet: Mapping[str, Iterable[Cell]], now: str) -> None:
         """Assign each packet of run ``run_id`` its cells, in one statement for the whole run."""
+        assigned = CellState.ASSIGNED.value
         rows = [
-            (
-                audit_id,
-                c.task_id,
-                c.path,
-                c.start_line,
-                c.end_line,
-                c.lens,
-                c.attempts,
-                run_id,
-                packet_id,
-                c.reason,
-                c.content_hash,
-                now,
-                c.kind,
-                c.subject,
-                c.unit,
-            )
+            cell_row(audit_id, c, now, run_id, packet_id, assigned)
             for packet_id, cells in by_packet.items()
             for c in cells
         ]
@@ -314,13 +275,10 @@ class CellQueries(UnitQueries):
             # and the upsert is one statement over them (the task ids are unique: each cell is in one packet).
             self.conn.execute(_STAGE)
             self.conn.execute("DELETE FROM assigning")
-            self.conn.executemany(f"INSERT INTO assigning ({_ASSIGNED}) VALUES ({_ASSIGNED_SLOTS})", rows)
-            staged = f"INSERT INTO cells ({_ASSIGNED}, state) SELECT {_ASSIGNED}, 'assigned' FROM assigning"
-            self.conn.execute(staged + _ON_ASSIGN)
+            self.conn.executemany(f"INSERT INTO assigning ({CELL_COLUMNS}) VALUES ({CELL_SLOTS})", rows)
+            self.conn.execute(f"INSERT INTO cells ({CELL_COLUMNS}) SELECT {CELL_COLUMNS} FROM assigning" + _ON_ASSIGN)
             return
-        self.conn.executemany(
-            f"INSERT INTO cells ({_ASSIGNED}, state) VALUES ({_ASSIGNED_SLOTS}, 'assigned')" + _ON_ASSIGN, rows
-        )
+        self.conn.executemany(f"INSERT INTO cells ({CELL_COLUMNS}) VALUES ({CELL_SLOTS})" + _ON_ASSIGN, rows)
 
     def task_ids_starting(self, audit_id: int, prefix: str, limit: int) -> list[str]:
         """The audit's task ids that start with ``prefix``, in order, at most ``limit``."""

@@ -18,6 +18,38 @@ from typing import Any
 from audit_mcp.store.queries import Queries
 from audit_mcp.store.records import Cell, CellKind, CellState, Matrix
 
+# Every column of a cell's row, in the order ``cell_row`` gives them.
+CELL_COLUMNS = (
+    "audit_id, task_id, path, start_line, end_line, lens, state, attempts, run_id, packet_id, reason, content_hash,"
+    " updated_at, kind, subject, unit"
+)
+CELL_SLOTS = ", ".join("?" * 16)
+
+
+def cell_row(
+    audit_id: int, c: Cell, now: str, run_id: str | None, packet_id: str | None, state: str
+) -> tuple[Any, ...]:
+    """The row of ``c`` in ``CELL_COLUMNS`` order, with the run, packet and state it is written with."""
+    return (
+        audit_id,
+        c.task_id,
+        c.path,
+        c.start_line,
+        c.end_line,
+        c.lens,
+        state,
+        c.attempts,
+        run_id,
+        packet_id,
+        c.reason,
+        c.content_hash,
+        now,
+        c.kind,
+        c.subject,
+        c.unit,
+    )
+
+
 # Enough single-unit look-ups; past this many ids one read of every unit is cheaper.
 _LOOKUPS = 32
 _BATCH = 500
@@ -218,30 +250,8 @@ class UnitQueries(Queries):
 
     def insert_rows(self, audit_id: int, cells: Iterable[Cell], now: str) -> None:
         self.conn.executemany(
-            "INSERT INTO cells (audit_id, task_id, path, start_line, end_line, lens, state, attempts,"
-            " run_id, packet_id, reason, content_hash, updated_at, kind, subject, unit)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [
-                (
-                    audit_id,
-                    c.task_id,
-                    c.path,
-                    c.start_line,
-                    c.end_line,
-                    c.lens,
-                    c.state,
-                    c.attempts,
-                    c.run_id,
-                    c.packet_id,
-                    c.reason,
-                    c.content_hash,
-                    now,
-                    c.kind,
-                    c.subject,
-                    c.unit,
-                )
-                for c in cells
-            ],
+            f"INSERT INTO cells ({CELL_COLUMNS}) VALUES ({CELL_SLOTS})",
+            [cell_row(audit_id, c, now, c.run_id, c.packet_id, c.state) for c in cells],
         )
 
     def drop_units(self, audit_id: int, task_ids: Iterable[str]) -> None:
