@@ -195,6 +195,8 @@ seconds = time.perf_counter() - t0
 cpu = cpu_now() - cpu0
 plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# The largest process it waited for: git's, or a copy that read a slice of the files at intake.
+children_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 timings = {}
 for name, call in (("quota", service.quota), ("status", service.status)):
     runs = []
@@ -209,7 +211,8 @@ def db_bytes():
 working = db_bytes()  # with the write-ahead log of a store that keeps its connections open
 service.store.close()  # the last connection closing folds the log into the database and removes it
 db = db_bytes()
-print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak, **timings, "db_bytes": db,
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak,
+                  "children_peak_rss_mb": children_peak, **timings, "db_bytes": db,
                   "db_bytes_while_open": working,
                   "prompt_bytes": sum(f.stat().st_size for f in artifacts.rglob("*.md")),
                   "step_kind": step.step_kind, "packets": len(plan["packets"]),

@@ -10,7 +10,7 @@ import posixpath
 import re
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +19,10 @@ import pathspec
 
 from audit_mcp.core.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.core.errors import ConfigError
-from audit_mcp.engine import attributes, file_stat
+from audit_mcp.engine import attributes, file_stat, scan_parts
 from audit_mcp.engine.attributes import UNSPECIFIED, Attributes
 from audit_mcp.engine.coverage import max_unit_chars
+from audit_mcp.engine.file_kinds import FileKind
 from audit_mcp.engine.git import GitReader, paths_of
 from audit_mcp.engine.ignores import walk_paths
 from audit_mcp.engine.imports import ImportResolver, import_candidates, reads_imports
@@ -43,6 +44,9 @@ class Manifest:
     digest: str
     source: str  # "git" or "walk"
     in_scope: list[FileRow] = field(default_factory=list)
+    # How many processes read the files (``scan_parts``), and why any slice was read again by this one.
+    processes: int = 1
+    redone: list[str] = field(default_factory=list)
 
 
 def _git_paths(git: GitReader) -> list[str]:
@@ -290,6 +294,24 @@ def _read_rest(fd: int, first: bytes, limit: int) -> bytes:
     return first if len(chunks) == 1 else b"".join(chunks)
 
 
+# A scanned file as plain values (``marshal`` data from a forked copy): the row's fields, then its imports.
+_Plain = tuple[str, str, int, int, str, str, str | None, str, str | None, list[str] | None]
+
+
+def _scan_plain(scan: Callable[[str], _Scanned], names: Sequence[str]) -> list[_Plain]:
+    out: list[_Plain] = []
+    for rel in names:
+        r, named = scan(rel)
+        kind = str(r.kind)  # a FileKind, which marshal does not take
+        out.append((r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, kind, r.stat, named))
+    return out
+
+
+def _unplain(item: _Plain) -> _Scanned:
+    path, language, size, line_count, sha, scope, why, kind, stat, named = item
+    return _row(path, language, size, line_count, sha, scope, why, FileKind(kind), stat), named
+
+
 def rescan(root: Path, rel: str, scoper: Scoper) -> FileRow:
     """The manifest row ``rel`` would get now (the file may have changed or gone since intake); ``root``
     resolved by the caller, once for all the files it rescans."""
@@ -329,38 +351,55 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
     listed = list(_filter(paths, config, excluded))
     marked = top is not None and _has_attribute_files(git, top, real_root, listed)
     scoper = Scoper(config, linguist_attributes(git, listed) if marked else {})
-    # git's view of HEAD and dirtiness is read on a thread while this one reads the files.
-    with ThreadPoolExecutor(1) as pool:
+    # Each name is either a row decided without reading the file or a name to scan, in manifest order.
+    decided: list[FileRow | None] = []
+    names: list[str] = []
+    seen_names = set(listed)
+    for rel in listed:
+        if not rel.isascii() and (shown := _undecodable(rel)) is not None:
+            if shown not in seen_names:
+                seen_names.add(shown)
+                language = detect_language(shown)
+                decided.append(_row(shown, language, 0, 0, "", "skipped", _NOT_UTF8, scoper.kind(shown, language)))
+            continue
+        if changed is not None and rel not in changed:
+            language = detect_language(rel)
+            reason = f"unchanged since {config.since}"
+            decided.append(_row(rel, language, 0, 0, "", "skipped", reason, scoper.kind(rel, language)))
+            continue
+        decided.append(None)
+        names.append(rel)
+    scan = _scanner(real_root, scoper)
+    parts = scan_parts.parts_for(len(names), config.intake_processes)
+    # The copies are forked before any thread starts; git's view of HEAD and dirtiness is then read on a
+    # thread while this process reads its slice of the files.
+    with (
+        scan_parts.split(names, parts, functools.partial(_scan_plain, scan)) as scanning,
+        ThreadPoolExecutor(1) as pool,
+    ):
         snapshot = pool.submit(_git_snapshot, git, artifacts_rel) if is_git else None
-        rows: list[FileRow] = []
-        imports: dict[str, list[str]] = {}
-        seen_names = set(listed)
-        scan = _scanner(real_root, scoper)
-        for rel in listed:
-            if not rel.isascii() and (shown := _undecodable(rel)) is not None:
-                if shown not in seen_names:
-                    seen_names.add(shown)
-                    language = detect_language(shown)
-                    rows.append(_row(shown, language, 0, 0, "", "skipped", _NOT_UTF8, scoper.kind(shown, language)))
-                continue
-            if changed is not None and rel not in changed:
-                language = detect_language(rel)
-                reason = f"unchanged since {config.since}"
-                rows.append(_row(rel, language, 0, 0, "", "skipped", reason, scoper.kind(rel, language)))
-                continue
-            row, named = scan(rel)
-            rows.append(row)
-            if named is not None:
-                imports[rel] = named
-        languages = {r.path: r.language for r in rows if r.scope == "review"}
-        resolver = ImportResolver(imports)
-        edges = sorted(
-            (path, target)
-            for path, named in imports.items()
-            if named
-            for target in resolver.resolve(path, languages[path], named)
-        )
+        scanned = [scan(rel) for rel in scanning.mine]
+        scanned += [_unplain(item) for item in scanning.rest()]
         head, dirty = snapshot.result() if snapshot is not None else (None, False)
+    rows: list[FileRow] = []
+    imports: dict[str, list[str]] = {}
+    results = iter(scanned)
+    for row_or_none in decided:
+        if row_or_none is not None:
+            rows.append(row_or_none)
+            continue
+        row, named = next(results)
+        rows.append(row)
+        if named is not None:
+            imports[row.path] = named
+    languages = {r.path: r.language for r in rows if r.scope == "review"}
+    resolver = ImportResolver(imports)
+    edges = sorted(
+        (path, target)
+        for path, named in imports.items()
+        if named
+        for target in resolver.resolve(path, languages[path], named)
+    )
     digest = hashlib.sha256(
         "\n".join(f"{r.path}\0{r.sha256}\0{r.scope}" for r in rows).encode("utf-8", errors="surrogateescape")
     ).hexdigest()
@@ -372,4 +411,6 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
         digest=digest,
         source="git" if is_git else "walk",
         in_scope=[r for r in rows if r.scope == "review"],
+        processes=scanning.processes,
+        redone=scanning.redone,
     )

@@ -71,6 +71,8 @@ def intake(
             action="intake",
             detail=f"{len(manifest.in_scope)} file(s) in scope, {len(manifest.files) - len(manifest.in_scope)} "
             f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}"
+            + (f", read by {manifest.processes} processes" if manifest.processes > 1 else "")
+            + "".join(f"; {note}" for note in manifest.redone)
             + (f"; {len(imported.leads)} analyzer lead(s) imported" if sources else "")
             + "".join(f"; {r.note}" for r in ran)
             + "".join(f", {n} dropped ({why})" for why, n in sorted(imported.dropped.items())),

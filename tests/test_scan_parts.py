@@ -1,0 +1,195 @@
+"""Intake's scan in parts: forked copies read slices of the files, and the manifest is the one a single process
+reads, hostile files included; a copy that fails has its slice read again; nothing is forked beside a thread."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit_mcp.engine import scan_parts
+
+needs_fork = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="intake forks copies on Linux only")
+
+
+def test_parts_follow_the_config_else_the_cores_and_the_size() -> None:
+    assert scan_parts.parts_for(50, 3) == 3  # set: taken as it is, even for a small repository
+    assert scan_parts.parts_for(2, 8) == 2  # never more parts than files
+    assert scan_parts.parts_for(1_999, None, cores=8) == 1  # too small to gain from a copy
+    assert scan_parts.parts_for(20_000, None, cores=2) == 2
+    assert scan_parts.parts_for(20_000, None, cores=1) == 1
+    assert scan_parts.parts_for(200_000, None, cores=64) == scan_parts.MAX_AUTO_PARTS
+
+
+def test_slices_are_contiguous_in_order_and_near_equal() -> None:
+    names = [f"f{i}" for i in range(11)]
+    pieces = scan_parts.slices(names, 3)
+    assert [len(p) for p in pieces] == [4, 4, 3]
+    assert [n for p in pieces for n in p] == names
+
+
+def test_nothing_is_forked_while_another_thread_runs() -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        with scan_parts.split(["a", "b", "c", "d"], 2, lambda names: list(names)) as scanning:
+            assert scanning.mine == ["a", "b", "c", "d"] and scanning.copies == []
+            assert scanning.rest() == [] and scanning.processes == 1
+    finally:
+        stop.set()
+        other.join()
+
+
+# Run in a fresh interpreter: a test process may have threads of its own, and then nothing is forked.
+_SPLIT = """
+import json, os, sys
+from audit_mcp.engine import scan_parts
+parent = os.getpid()
+failing = sys.argv[1]
+
+def work(names):
+    if os.getpid() != parent and names[0] == "f2":
+        if failing == "raise":
+            raise RuntimeError("a copy that fails")
+        if failing == "short":
+            return [[n, os.getpid()] for n in names[1:]]
+        if failing == "exit":
+            os._exit(0)  # leaves without sending anything
+    return [[n, os.getpid()] for n in names]
+
+names = [f"f{i}" for i in range(6)]
+try:
+    with scan_parts.split(names, 3, work) as scanning:
+        got = work(scanning.mine) + scanning.rest()
+        if failing == "interrupt":
+            raise KeyboardInterrupt
+except KeyboardInterrupt:
+    got = []
+try:
+    os.waitpid(-1, os.WNOHANG)
+    left = True
+except ChildProcessError:
+    left = False
+print(json.dumps({"names": [n for n, _ in got], "here": [pid == parent for _, pid in got],
+                  "redone": scanning.redone, "processes": scanning.processes, "children_left": left}))
+"""
+
+
+def _split(failing: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _SPLIT, failing], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return dict(json.loads(proc.stdout))
+
+
+@needs_fork
+def test_copies_read_their_slices_and_the_caller_reads_the_first() -> None:
+    out = _split("none")
+    assert out["names"] == [f"f{i}" for i in range(6)]
+    assert out["here"] == [True, True, False, False, False, False]
+    assert out["processes"] == 3 and out["redone"] == [] and not out["children_left"]
+
+
+@needs_fork
+@pytest.mark.parametrize(
+    ("failing", "why"),
+    [
+        ("raise", "the copy scanning it exited with 1"),
+        ("short", "its results did not hold one entry per file"),
+        ("exit", "its results were cut short"),
+    ],
+)
+def test_a_slice_whose_copy_fails_is_read_again_by_the_caller(failing: str, why: str) -> None:
+    out = _split(failing)
+    assert out["names"] == [f"f{i}" for i in range(6)]
+    assert out["here"] == [True, True, True, True, False, False]  # f2 and f3 read again here
+    assert len(out["redone"]) == 1 and out["redone"][0].startswith("2 file(s) read here after all: " + why)
+    assert not out["children_left"]
+
+
+@needs_fork
+def test_copies_left_behind_by_an_interrupted_scan_are_killed_and_reaped() -> None:
+    out = _split("interrupt")
+    assert out["names"] == [] and not out["children_left"]
+
+
+def _hostile_repo(root: Path) -> None:
+    """A repository with imports between packages and the files intake must judge one by one."""
+    root.mkdir()
+    for area in range(4):
+        pkg = root / "pkg" / f"area{area}"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        for n in range(6):
+            other = (area + 1) % 4
+            (pkg / f"m{n}.py").write_text(
+                f"from . import m{(n + 1) % 6}\nfrom pkg.area{other}.m{n} import f{n}\n\n\ndef f{n}(x):\n"
+                f"    return x + {n}\n"
+            )
+    (root / "web").mkdir()
+    (root / "web" / "app.js").write_text('import { f } from "./util";\nexport const g = () => f();\n')
+    (root / "web" / "util.js").write_text("export function f() { return 1; }\n")
+    (root / "blob.bin").write_bytes(b"\x00\x01binary\x00" * 50)
+    (root / "empty.py").write_text("")
+    (root / "generated_pb2.py").write_text("# Generated by the protocol buffer compiler.  DO NOT EDIT!\nx = 1\n")
+    (root / "big.py").write_text("x = 1\n" * 12_000)  # over max_file_bytes below
+    (root / "minified.js").write_text("var a=1;" * 5_000)  # one line wider than a packet holds
+    (root / "outside").symlink_to("/etc/hostname")
+    (root / "inside.py").symlink_to("pkg/area0/m0.py")
+    (root / "pipe").write_text("replaced by a FIFO once committed\n")
+    (root / "caf\u00e9.py").write_text("def cafe():\n    return 'é'\n")
+    (root.joinpath(os.fsdecode(b"latin\xe9.py"))).write_text("x = 2\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    subprocess.run(["git", "commit", "-q", "-m", "init"], cwd=root, check=True, env=env)
+    (root / "untracked.py").write_text("import pkg.area1.m2\n")
+    (root / "pipe").unlink()
+    os.mkfifo(root / "pipe")  # a tracked name that is now a FIFO: opening it must not wait for a writer
+
+
+def _first_step(root: Path, tmp: Path, processes: int) -> tuple[list[Any], list[Any], str]:
+    artifacts = tmp / f"artifacts-{processes}"
+    config = tmp / f"config-{processes}.toml"
+    keys = f"intake_processes = {processes}\nmax_file_bytes = 60000\nmax_packet_tokens = 4000\ncontext_pass = false\n"
+    config.write_text(keys)
+    argv = ["next-step", "--root", str(root), "--artifacts-dir", str(artifacts), "--config", str(config)]
+    argv += ["--host-can-dispatch-subagents", "true"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "audit_mcp", *argv], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    with sqlite3.connect(artifacts / "audit.sqlite3") as db:
+        files = db.execute(
+            "SELECT path, language, size, line_count, sha256, scope, skip_reason, kind FROM files ORDER BY path"
+        ).fetchall()
+        edges = db.execute("SELECT src, dst FROM edges ORDER BY src, dst").fetchall()
+        (intake,) = db.execute("SELECT detail FROM ledger WHERE action = 'intake'").fetchone()
+    return files, edges, intake
+
+
+@needs_fork
+def test_a_first_step_read_by_three_processes_records_the_manifest_one_process_reads(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _hostile_repo(root)
+    alone_files, alone_edges, alone_log = _first_step(root, tmp_path, 1)
+    split_files, split_edges, split_log = _first_step(root, tmp_path, 3)
+    assert "read by 3 processes" in split_log and "read by" not in alone_log
+    assert split_files == alone_files and split_edges == alone_edges
+    reasons = {path: why for path, *_, why, _kind in split_files}
+    assert reasons["blob.bin"] == "binary file" and reasons["pipe"] == "not a regular file"
+    assert reasons["outside"] == "symlink that leaves the repository root (not followed)"
+    assert reasons["big.py"].startswith("oversize") and reasons["minified.js"].startswith("minified")
+    assert reasons["latin\\xe9.py"].startswith("the file name is not UTF-8")
+    assert reasons["caf\u00e9.py"] is None and reasons["untracked.py"] is None
+    assert ("pkg/area0/m0.py", "pkg/area1/m0.py") in split_edges and ("web/app.js", "web/util.js") in split_edges
