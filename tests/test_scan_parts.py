@@ -3,16 +3,21 @@ reads, hostile files included; a copy that fails has its slice read again; nothi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 
 from audit_mcp.engine import scan_parts
 
@@ -41,7 +46,7 @@ def test_nothing_is_forked_while_another_thread_runs() -> None:
     other.start()
     try:
         with scan_parts.split(["a", "b", "c", "d"], 2, lambda names: list(names)) as scanning:
-            assert scanning.mine == ["a", "b", "c", "d"] and scanning.copies == []
+            assert scanning.mine == ["a", "b", "c", "d"] and scanning.others == []
             assert scanning.rest() == [] and scanning.processes == 1
     finally:
         stop.set()
@@ -64,6 +69,11 @@ def work(names):
         if failing == "exit":
             os._exit(0)  # leaves without sending anything
     return [[n, os.getpid()] for n in names]
+
+if failing == "fork":
+    def refuse():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+    os.fork = refuse
 
 names = [f"f{i}" for i in range(6)]
 try:
@@ -112,8 +122,17 @@ def test_a_slice_whose_copy_fails_is_read_again_by_the_caller(failing: str, why:
     out = _split(failing)
     assert out["names"] == [f"f{i}" for i in range(6)]
     assert out["here"] == [True, True, True, True, False, False]  # f2 and f3 read again here
-    assert len(out["redone"]) == 1 and out["redone"][0].startswith("2 file(s) read here after all: " + why)
+    assert len(out["redone"]) == 1 and out["redone"][0].startswith("2 file(s) read again in the main process: " + why)
     assert not out["children_left"]
+
+
+@needs_fork
+def test_when_no_copy_can_be_forked_the_main_process_reads_every_slice() -> None:
+    out = _split("fork")
+    assert out["names"] == [f"f{i}" for i in range(6)] and all(out["here"])
+    why = "forking a copy failed (Resource temporarily unavailable)"
+    assert out["redone"] == [f"4 file(s) read in the main process: {why}"]
+    assert out["processes"] == 1
 
 
 @needs_fork
@@ -158,17 +177,15 @@ def _hostile_repo(root: Path) -> None:
     os.mkfifo(root / "pipe")  # a tracked name that is now a FIFO: opening it must not wait for a writer
 
 
-def _first_step(root: Path, tmp: Path, processes: int) -> tuple[list[Any], list[Any], str]:
-    artifacts = tmp / f"artifacts-{processes}"
+def _config(tmp: Path, processes: int) -> Path:
     config = tmp / f"config-{processes}.toml"
     keys = f"intake_processes = {processes}\nmax_file_bytes = 60000\nmax_packet_tokens = 4000\ncontext_pass = false\n"
     config.write_text(keys)
-    argv = ["next-step", "--root", str(root), "--artifacts-dir", str(artifacts), "--config", str(config)]
-    argv += ["--host-can-dispatch-subagents", "true"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "audit_mcp", *argv], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
+    return config
+
+
+def _manifest(artifacts: Path) -> tuple[list[Any], list[Any], str]:
+    """The files and edges intake recorded, and its entry in the audit's log."""
     with sqlite3.connect(artifacts / "audit.sqlite3") as db:
         files = db.execute(
             "SELECT path, language, size, line_count, sha256, scope, skip_reason, kind FROM files ORDER BY path"
@@ -176,6 +193,27 @@ def _first_step(root: Path, tmp: Path, processes: int) -> tuple[list[Any], list[
         edges = db.execute("SELECT src, dst FROM edges ORDER BY src, dst").fetchall()
         (intake,) = db.execute("SELECT detail FROM ledger WHERE action = 'intake'").fetchone()
     return files, edges, intake
+
+
+def _first_step(root: Path, tmp: Path, processes: int) -> tuple[list[Any], list[Any], str]:
+    artifacts = tmp / f"artifacts-{processes}"
+    argv = ["next-step", "--root", str(root), "--artifacts-dir", str(artifacts)]
+    argv += ["--config", str(_config(tmp, processes)), "--host-can-dispatch-subagents", "true"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "audit_mcp", *argv], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return _manifest(artifacts)
+
+
+def _processes_naming(text: str) -> int:
+    """How many processes have ``text`` in their command line (a server and its helper share one)."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += text.encode() in (entry / "cmdline").read_bytes()
+    return count
 
 
 @needs_fork
@@ -193,3 +231,80 @@ def test_a_first_step_read_by_three_processes_records_the_manifest_one_process_r
     assert reasons["latin\\xe9.py"].startswith("the file name is not UTF-8")
     assert reasons["caf\u00e9.py"] is None and reasons["untracked.py"] is None
     assert ("pkg/area0/m0.py", "pkg/area1/m0.py") in split_edges and ("web/app.js", "web/util.js") in split_edges
+
+
+def _server(tmp_path: Path, root: Path, artifacts: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=str(Path(sys.executable).with_name("audit-mcp")),
+        args=["serve", "--root", str(root), "--artifacts-dir", str(artifacts), "--config", str(_config(tmp_path, 2))],
+        # The same import path as this test's, so the server is the code under test.
+        env={k: os.environ[k] for k in ("AUDIT_MCP_STATE_DIR", "PYTHONPATH") if k in os.environ},
+    )
+
+
+def _helper_of(artifacts: Path) -> int:
+    """The pid of the helper: the process naming ``artifacts`` whose parent names it too."""
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if str(artifacts).encode() in (entry / "cmdline").read_bytes():
+                    pids.add(int(entry.name))
+    for pid in pids:
+        if _parent(pid) in pids:
+            return pid
+    raise AssertionError(f"no helper among {pids}")
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/status").read_text().split("PPid:")[1].split()[0])
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``, zombies included (a zombie keeps its parent until reaped)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                if _parent(int(entry.name)) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
+@needs_fork
+@pytest.mark.anyio
+async def test_the_server_reads_with_the_helper_it_forked_at_start_which_leaves_with_it(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _hostile_repo(root)
+    alone_files, alone_edges, _ = _first_step(root, tmp_path, 1)
+    artifacts = tmp_path / "artifacts-server"
+    async with Client(_server(tmp_path, root, artifacts)) as client:
+        assert _processes_naming(str(artifacts)) == 2  # the server and its helper
+        step = (await client.call_tool("next_step", {"host_can_dispatch_subagents": True})).structured_content
+        assert step["step_kind"] == "dispatch_review", step
+    files, edges, log = _manifest(artifacts)
+    assert "read by 2 processes" in log
+    assert files == alone_files and edges == alone_edges
+    deadline = time.monotonic() + 10
+    while _processes_naming(str(artifacts)) and time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+    assert _processes_naming(str(artifacts)) == 0, "the helper outlived its server"
+
+
+@needs_fork
+@pytest.mark.anyio
+async def test_a_server_whose_helper_died_reads_every_file_itself(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _hostile_repo(root)
+    alone_files, alone_edges, _ = _first_step(root, tmp_path, 1)
+    artifacts = tmp_path / "artifacts-server"
+    async with Client(_server(tmp_path, root, artifacts)) as client:
+        helper = _helper_of(artifacts)
+        server = _parent(helper)
+        os.kill(helper, signal.SIGKILL)
+        step = (await client.call_tool("next_step", {"host_can_dispatch_subagents": True})).structured_content
+        assert step["step_kind"] == "dispatch_review", step
+        assert _children(server) == []  # the dead helper was reaped, not left a zombie
+    files, edges, log = _manifest(artifacts)
+    assert "read by 2 processes" not in log
+    assert files == alone_files and edges == alone_edges

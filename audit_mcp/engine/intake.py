@@ -298,7 +298,10 @@ def _read_rest(fd: int, first: bytes, limit: int) -> bytes:
 _Plain = tuple[str, str, int, int, str, str, str | None, str, str | None, list[str] | None]
 
 
-def _scan_plain(scan: Callable[[str], _Scanned], names: Sequence[str]) -> list[_Plain]:
+def _scan_plain(root: str, config: SessionConfig, marks: dict[str, Attributes], names: Sequence[str]) -> list[_Plain]:
+    """What a copy or the helper of ``scan_parts`` reads of ``names``: the scanner is built again from what
+    it is built of (a module-level function and plain arguments, so that a helper can be sent it)."""
+    scan = _scanner(Path(root), Scoper(config, marks))
     out: list[_Plain] = []
     for rel in names:
         r, named = scan(rel)
@@ -374,7 +377,9 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
     # The copies are forked before any thread starts; git's view of HEAD and dirtiness is then read on a
     # thread while this process reads its slice of the files.
     with (
-        scan_parts.split(names, parts, functools.partial(_scan_plain, scan)) as scanning,
+        scan_parts.split(
+            names, parts, functools.partial(_scan_plain, str(real_root), config, dict(scoper.attributes))
+        ) as scanning,
         ThreadPoolExecutor(1) as pool,
     ):
         snapshot = pool.submit(_git_snapshot, git, artifacts_rel) if is_git else None

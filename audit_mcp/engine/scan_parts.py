@@ -1,20 +1,26 @@
-"""Intake's scan in parts: on a large repository, forked copies of this process read contiguous slices of
-its files beside the caller, which reads the first slice, so the per-file work runs on several cores.
+"""Intake's scan in parts: on a large repository, copies of this process read contiguous slices of its files
+beside the caller, which reads the first slice, so the per-file work runs on several cores.
 
-Forking is done only where it is safe and cheap: on Linux, from a process with a single thread (the command
-line, the headless runner; not the MCP server, whose tools run on worker threads beside its event loop).
-Anywhere else, and for a repository too small to gain from it, the caller reads every file itself. A copy
-sends back its slice's results as ``marshal`` data (plain values, no objects or code) and leaves with
-``os._exit``, running none of the caller's clean-up; a copy that fails, dies or sends back anything but
-one result per file of its slice has that slice read again by the caller, so a split scan never loses a
-file and gives the same manifest as one process.
+A copy is forked only where that is safe: on Linux, from a process with a single thread (the command line,
+the headless runner). The MCP server runs its tools on worker threads, so it forks one **helper** when it
+starts, while it still has one thread (``start_helper``); at intake the server hands the helper every slice
+but its own, and the helper, single-threaded, forks copies of its own for them as the command line does.
+Anywhere else, and for a repository too small to gain from it, the caller reads every file itself.
+
+Results come back as ``marshal`` data (plain values, no objects or code), framed by their length. A copy
+leaves with ``os._exit``, running none of the caller's clean-up. A copy or a helper that fails, dies or
+sends back anything but one result per file has that slice read again by the caller, so a split scan never
+loses a file and gives the same manifest as one process.
 """
 
 from __future__ import annotations
 
 import marshal
 import os
+import pickle
 import signal
+import socket
+import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -27,7 +33,11 @@ MIN_FILES_PER_PART = 1_000
 # With no ``intake_processes`` set: at most this many parts (the read itself, not the checks, then binds).
 MAX_AUTO_PARTS = 4
 
+# A slice's work: the names in, one marshal-able result per name out, in order. A helper receives it
+# pickled, so what is handed to ``split`` is a module-level function or a partial of one.
 Work = Callable[[Sequence[str]], list[Any]]
+
+_HEADER = struct.Struct(">Q")  # the length of the frame that follows
 
 
 def available_cores() -> int:
@@ -65,83 +75,37 @@ def slices(names: Sequence[str], parts: int) -> list[Sequence[str]]:
     return out
 
 
-@dataclass
-class _Copy:
-    pid: int
-    fd: int
-    names: Sequence[str]
-    reaped: bool = False
+def _frame(data: bytes) -> bytes:
+    return _HEADER.pack(len(data)) + data
 
 
-@dataclass
-class Split:
-    """A scan under way: ``mine`` is the caller's slice; ``rest`` waits for the copies' slices."""
-
-    mine: Sequence[str]
-    work: Work
-    # Every slice but the caller's, in order: a copy at work on it, or the names themselves when no copy
-    # could be forked for them (the caller reads those in ``rest``).
-    others: list[_Copy | Sequence[str]] = field(default_factory=list)
-    # Why a slice was read by the caller after all (empty when every copy came back whole).
-    redone: list[str] = field(default_factory=list)
-
-    @property
-    def processes(self) -> int:
-        """This one and the copies forked beside it."""
-        return 1 + len(self.copies)
-
-    @property
-    def copies(self) -> list[_Copy]:
-        return [part for part in self.others if isinstance(part, _Copy)]
-
-    def rest(self) -> list[Any]:
-        """The results of every slice but the caller's, in order: each copy's, or the slice read here when
-        its copy did not come back whole (or was never forked)."""
-        out: list[Any] = []
-        for part in self.others:
-            if not isinstance(part, _Copy):
-                out += self.work(part)  # no copy could be forked for these (``redone`` says why)
-                continue
-            got, why = _collect(part)
-            if got is None:
-                self.redone.append(f"{len(part.names)} file(s) read here after all: {why}")
-                got = self.work(part.names)
-            out += got
-        return out
-
-    def _abandon(self) -> None:
-        for copy in self.copies:
-            if not copy.reaped:
-                _kill(copy.pid)
-                os.close(copy.fd)
-                os.waitpid(copy.pid, 0)
-                copy.reaped = True
+def _exactly(readinto: Callable[[memoryview], int | None], size: int) -> bytearray | None:
+    """``size`` bytes read with ``readinto``, or ``None`` when the other end closes first."""
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        n = readinto(view[got:])
+        if not n:
+            return None
+        got += n
+    return buffer
 
 
-def _collect(copy: _Copy) -> tuple[list[Any] | None, str]:
-    chunks: list[bytes] = []
+def _read_frame(readinto: Callable[[memoryview], int | None]) -> bytearray | None:
+    head = _exactly(readinto, _HEADER.size)
+    return None if head is None else _exactly(readinto, _HEADER.unpack(head)[0])
+
+
+def _results(data: bytearray | None, names: Sequence[str]) -> tuple[list[Any] | None, str]:
+    """A slice's results from a frame, checked to hold one entry per name, or why not."""
+    if data is None:
+        return None, "its results were cut short"
     try:
-        while chunk := os.read(copy.fd, 1 << 20):
-            chunks.append(chunk)
-    except OSError as exc:
-        _kill(copy.pid)
-        why = f"reading its results failed ({exc.strerror or exc})"
-    else:
-        why = ""
-    finally:
-        os.close(copy.fd)
-        _, status = os.waitpid(copy.pid, 0)
-        copy.reaped = True
-    if why:
-        return None, why
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        return None, f"the copy scanning it exited with {code}"
-    try:
-        got = marshal.loads(b"".join(chunks))
+        got = marshal.loads(data)
     except (EOFError, ValueError, TypeError) as exc:
-        return None, f"its results were cut short ({exc})"
-    if not isinstance(got, list) or len(got) != len(copy.names):
+        return None, f"its results could not be read ({exc})"
+    if not isinstance(got, list) or len(got) != len(names):
         return None, "its results did not hold one entry per file"
     return got, ""
 
@@ -151,6 +115,40 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+@dataclass
+class _Copy:
+    """A forked copy at work on ``names``, its results to come through the pipe ``fd``."""
+
+    pid: int
+    fd: int
+    names: Sequence[str]
+    reaped: bool = False
+
+    def collect(self) -> tuple[list[Any] | None, str]:
+        why = ""
+        try:
+            with open(self.fd, "rb", buffering=0, closefd=True) as pipe:
+                data = _read_frame(pipe.readinto)
+        except OSError as exc:
+            _kill(self.pid)
+            data, why = None, f"reading its results failed ({exc.strerror or exc})"
+        finally:
+            _, status = os.waitpid(self.pid, 0)
+            self.reaped = True
+        if why:
+            return None, why
+        if (code := os.waitstatus_to_exitcode(status)) != 0:
+            return None, f"the copy scanning it exited with {code}"
+        return _results(data, self.names)
+
+    def abandon(self) -> None:
+        if not self.reaped:
+            _kill(self.pid)
+            os.close(self.fd)
+            os.waitpid(self.pid, 0)
+            self.reaped = True
+
+
 def _fork(names: Sequence[str], work: Work) -> _Copy:
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -158,10 +156,8 @@ def _fork(names: Sequence[str], work: Work) -> _Copy:
         status = 1
         try:
             os.close(read_end)
-            data = marshal.dumps(work(names))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_end, view) :]
+            with open(write_end, "wb", closefd=True) as pipe:
+                pipe.write(_frame(marshal.dumps(work(names))))
             status = 0
         finally:
             os._exit(status)
@@ -169,26 +165,214 @@ def _fork(names: Sequence[str], work: Work) -> _Copy:
     return _Copy(pid, read_end, names)
 
 
+@dataclass
+class _Job:
+    """Slices handed to the helper: ``names``, in ``parts`` parts of the helper's own."""
+
+    helper: Helper
+    names: Sequence[str]
+    processes: int = 0  # how many processes the helper read them with, once it answered
+    notes: list[str] = field(default_factory=list)  # the helper's own notes of slices read again
+    done: bool = False
+
+    def collect(self) -> tuple[list[Any] | None, str]:
+        self.done = True
+        answer = self.helper.answer()
+        if answer is None:
+            return None, "the intake helper did not answer"
+        results, processes, notes = answer
+        got, why = _results(results, self.names)
+        if got is not None:
+            self.processes, self.notes = processes, notes
+        return got, why
+
+    def abandon(self) -> None:
+        if not self.done:
+            self.collect()  # its answer is read and dropped, so the next request starts clean
+
+
+class Helper:
+    """A copy of the server forked while it had one thread, which reads slices of files for it at intake.
+
+    One request at a time: a second intake while the helper is busy reads its files itself."""
+
+    def __init__(self, pid: int, channel: socket.socket) -> None:
+        self.pid = pid
+        self.channel = channel
+        self.alive = True
+        self._busy = threading.Lock()
+
+    def ask(self, work: Work, names: Sequence[str], parts: int) -> bool:
+        """Send a request; ``False`` when the helper is busy or gone (the caller then reads ``names``)."""
+        if not self.alive or not self._busy.acquire(blocking=False):
+            return False
+        try:
+            self.channel.sendall(_frame(pickle.dumps((work, list(names), parts), pickle.HIGHEST_PROTOCOL)))
+        except OSError:
+            self._lost()
+            self._busy.release()
+            return False
+        return True
+
+    def answer(self) -> tuple[bytearray, int, list[str]] | None:
+        """The answer to the request sent (results as a marshal frame, processes, notes), or ``None``."""
+        try:
+            return self._read_answer()
+        finally:
+            self._busy.release()
+
+    def _read_answer(self) -> tuple[bytearray, int, list[str]] | None:
+        try:
+            head = _read_frame(self.channel.recv_into)
+            body = _read_frame(self.channel.recv_into) if head is not None else None
+            processes, notes = marshal.loads(head) if head is not None else (0, [])
+        except (OSError, EOFError, ValueError, TypeError):
+            body = None
+        if body is None:
+            self._lost()
+            return None
+        return body, int(processes), [str(n) for n in notes]
+
+    def _lost(self) -> None:
+        """The helper is gone or out of step: it is stopped, and intake reads in one process from now on."""
+        if self.alive:
+            self.alive = False
+            self.channel.close()
+            _kill(self.pid)
+            os.waitpid(self.pid, 0)
+
+    def stop(self) -> None:
+        self._lost()
+
+
+_helper: Helper | None = None
+
+
+def start_helper() -> Helper | None:
+    """Fork the helper, if this process may fork (call it before any thread starts); it leaves when this
+    process closes its end of the channel, at exit at the latest. ``None`` where nothing was forked."""
+    global _helper
+    if _helper is not None and _helper.alive:
+        return _helper
+    if not can_fork():
+        return None
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            ours.close()
+            _quiet()
+            _serve(theirs)
+            status = 0
+        finally:
+            os._exit(status)
+    theirs.close()
+    _helper = Helper(pid, ours)
+    return _helper
+
+
+def stop_helper() -> None:
+    global _helper
+    if _helper is not None:
+        _helper.stop()
+        _helper = None
+
+
+def _quiet() -> None:
+    """The helper's standard streams on the null device: a stdio server's channel is its parent's alone."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def _serve(channel: socket.socket) -> None:
+    """The helper's loop: a request in, its slices read (in parts of its own), the answer out."""
+    while (request := _read_frame(channel.recv_into)) is not None:
+        work, names, parts = pickle.loads(request)
+        with split(names, parts, work) as scanning:
+            results = work(scanning.mine) + scanning.rest()
+        head = marshal.dumps((scanning.processes, scanning.redone))
+        channel.sendall(_frame(head) + _frame(marshal.dumps(results)))
+
+
+@dataclass
+class Split:
+    """A scan under way: ``mine`` is the caller's slice; ``rest`` waits for the other slices."""
+
+    mine: Sequence[str]
+    work: Work
+    # Every slice but the caller's, in order: a copy or the helper at work on it, or the names themselves
+    # when no copy could be forked for them (the caller reads those in ``rest``).
+    others: list[_Copy | _Job | Sequence[str]] = field(default_factory=list)
+    # Why a slice was read by the caller after all (empty when every copy came back whole).
+    redone: list[str] = field(default_factory=list)
+
+    @property
+    def processes(self) -> int:
+        """This one, the copies forked beside it, and those the helper read with."""
+        count = 1
+        for part in self.others:
+            if isinstance(part, _Copy):
+                count += 1
+            elif isinstance(part, _Job):
+                count += part.processes
+        return count
+
+    def rest(self) -> list[Any]:
+        """The results of every slice but the caller's, in order: each copy's, or the slice read here when
+        its copy did not come back whole (or was never forked)."""
+        out: list[Any] = []
+        for part in self.others:
+            if isinstance(part, Sequence):
+                out += self.work(part)  # no copy could be forked for these (``redone`` says why)
+                continue
+            got, why = part.collect()
+            if isinstance(part, _Job):
+                self.redone += part.notes
+            if got is None:
+                self.redone.append(f"{len(part.names)} file(s) read again in the main process: {why}")
+                got = self.work(part.names)
+            out += got
+        return out
+
+    def abandon(self) -> None:
+        for part in self.others:
+            if not isinstance(part, Sequence):
+                part.abandon()
+
+
 @contextmanager
 def split(names: Sequence[str], parts: int, work: Work) -> Iterator[Split]:
     """Start scanning ``names`` in ``parts`` parts: every slice but the first in a forked copy that runs
-    ``work`` on it (when ``can_fork``; else the caller's slice is every name). The copies are forked here,
-    before the caller starts any thread; on leaving the block early, copies not yet collected are killed
-    and reaped."""
-    if parts < 2 or len(names) < 2 or not can_fork():
+    ``work`` on it (when ``can_fork``), or handed to the helper (when there is one); else the caller's
+    slice is every name. Copies are forked here, before the caller starts any thread; on leaving the block
+    early, copies not yet collected are killed and reaped, and the helper's answer is read and dropped."""
+    if parts < 2 or len(names) < 2:
         yield Split(names, work)
         return
     pieces = slices(names, parts)
     running = Split(pieces[0], work)
-    try:
+    rest = names[len(pieces[0]) :]
+    if not can_fork():
+        helper = _helper
+        if helper is None or not helper.ask(work, rest, parts - 1):
+            yield Split(names, work)
+            return
+        running.others.append(_Job(helper, rest))
+    else:
         for n, piece in enumerate(pieces[1:], 1):
             try:
                 running.others.append(_fork(piece, work))
             except OSError as exc:  # out of processes or memory: the caller reads what is left
                 left = names[len(names) - sum(map(len, pieces[n:])) :]
                 running.others.append(left)
-                running.redone.append(f"{len(left)} file(s) read here: forking a copy failed ({exc.strerror or exc})")
+                running.redone.append(
+                    f"{len(left)} file(s) read in the main process: forking a copy failed ({exc.strerror or exc})"
+                )
                 break
+    try:
         yield running
     finally:
-        running._abandon()
+        running.abandon()

@@ -79,9 +79,13 @@ def _serve(args: argparse.Namespace) -> int:
 
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from audit_mcp.engine import scan_parts
     from audit_mcp.surfaces.http_auth import MIN_TOKEN_CHARS, TOKEN_ENV, BearerToken
     from audit_mcp.surfaces.server import build_server
 
+    # Forked now, while this process has one thread: the server's tools run on worker threads, and intake
+    # hands this helper the slices of a large repository's files it does not read itself.
+    scan_parts.start_helper()
     root = (args.root or Path.cwd()).resolve()
     server = build_server(
         root,
