@@ -45,7 +45,7 @@ def test_nothing_is_forked_while_another_thread_runs() -> None:
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        with scan_parts.split(["a", "b", "c", "d"], 2, lambda names: list(names)) as scanning:
+        with scan_parts.split(["a", "b", "c", "d"], 2, lambda names: list(names), str) as scanning:
             assert scanning.mine == ["a", "b", "c", "d"] and scanning.others == []
             assert scanning.rest() == [] and scanning.processes == 1
     finally:
@@ -77,7 +77,7 @@ if failing == "fork":
 
 names = [f"f{i}" for i in range(6)]
 try:
-    with scan_parts.split(names, 3, work) as scanning:
+    with scan_parts.split(names, 3, work, tuple) as scanning:
         got = work(scanning.mine) + scanning.rest()
         if failing == "interrupt":
             raise KeyboardInterrupt
@@ -206,14 +206,15 @@ def _first_step(root: Path, tmp: Path, processes: int) -> tuple[list[Any], list[
     return _manifest(artifacts)
 
 
-def _processes_naming(text: str) -> int:
-    """How many processes have ``text`` in their command line (a server and its helper share one)."""
-    count = 0
+def _naming(artifacts: Path) -> set[int]:
+    """The processes with ``artifacts`` in their command line (a server and its helper share one)."""
+    found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                count += text.encode() in (entry / "cmdline").read_bytes()
-    return count
+                if str(artifacts).encode() in (entry / "cmdline").read_bytes():
+                    found.add(int(entry.name))
+    return found
 
 
 @needs_fork
@@ -244,12 +245,7 @@ def _server(tmp_path: Path, root: Path, artifacts: Path) -> StdioServerParameter
 
 def _helper_of(artifacts: Path) -> int:
     """The pid of the helper: the process naming ``artifacts`` whose parent names it too."""
-    pids = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if str(artifacts).encode() in (entry / "cmdline").read_bytes():
-                    pids.add(int(entry.name))
+    pids = _naming(artifacts)
     for pid in pids:
         if _parent(pid) in pids:
             return pid
@@ -271,33 +267,40 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-@needs_fork
-@pytest.mark.anyio
-async def test_the_server_reads_with_the_helper_it_forked_at_start_which_leaves_with_it(tmp_path: Path) -> None:
+@pytest.fixture
+def served(tmp_path: Path) -> tuple[Path, Path, list[Any], list[Any]]:
+    """The hostile repository, the artifacts directory a server gets, and the manifest one process reads."""
     root = tmp_path / "repo"
     _hostile_repo(root)
     alone_files, alone_edges, _ = _first_step(root, tmp_path, 1)
-    artifacts = tmp_path / "artifacts-server"
+    return root, tmp_path / "artifacts-server", alone_files, alone_edges
+
+
+@needs_fork
+@pytest.mark.anyio
+async def test_the_server_reads_with_the_helper_it_forked_at_start_which_leaves_with_it(
+    tmp_path: Path, served: tuple[Path, Path, list[Any], list[Any]]
+) -> None:
+    root, artifacts, alone_files, alone_edges = served
     async with Client(_server(tmp_path, root, artifacts)) as client:
-        assert _processes_naming(str(artifacts)) == 2  # the server and its helper
+        assert len(_naming(artifacts)) == 2  # the server and its helper
         step = (await client.call_tool("next_step", {"host_can_dispatch_subagents": True})).structured_content
         assert step["step_kind"] == "dispatch_review", step
     files, edges, log = _manifest(artifacts)
     assert "read by 2 processes" in log
     assert files == alone_files and edges == alone_edges
     deadline = time.monotonic() + 10
-    while _processes_naming(str(artifacts)) and time.monotonic() < deadline:
+    while _naming(artifacts) and time.monotonic() < deadline:
         await anyio.sleep(0.05)
-    assert _processes_naming(str(artifacts)) == 0, "the helper outlived its server"
+    assert not _naming(artifacts), "the helper outlived its server"
 
 
 @needs_fork
 @pytest.mark.anyio
-async def test_a_server_whose_helper_died_reads_every_file_itself(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    _hostile_repo(root)
-    alone_files, alone_edges, _ = _first_step(root, tmp_path, 1)
-    artifacts = tmp_path / "artifacts-server"
+async def test_a_server_whose_helper_died_reads_every_file_itself(
+    tmp_path: Path, served: tuple[Path, Path, list[Any], list[Any]]
+) -> None:
+    root, artifacts, alone_files, alone_edges = served
     async with Client(_server(tmp_path, root, artifacts)) as client:
         helper = _helper_of(artifacts)
         server = _parent(helper)

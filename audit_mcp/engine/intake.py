@@ -310,9 +310,17 @@ def _scan_plain(root: str, config: SessionConfig, marks: dict[str, Attributes], 
     return out
 
 
-def _unplain(item: _Plain) -> _Scanned:
-    path, language, size, line_count, sha, scope, why, kind, stat, named = item
-    return _row(path, language, size, line_count, sha, scope, why, FileKind(kind), stat), named
+def _decoder() -> Callable[[_Plain], _Scanned]:
+    """What makes a scanned file's plain values a row again (with one string for each of the few
+    languages and scopes, as one process shares them, rather than one a row)."""
+    shared: dict[str, str] = {}
+
+    def decode(item: _Plain) -> _Scanned:
+        path, language, size, line_count, sha, scope, why, kind, stat, named = item
+        language, scope = shared.setdefault(language, language), shared.setdefault(scope, scope)
+        return _row(path, language, size, line_count, sha, scope, why, FileKind(kind), stat), named
+
+    return decode
 
 
 def rescan(root: Path, rel: str, scoper: Scoper) -> FileRow:
@@ -378,13 +386,13 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
     # thread while this process reads its slice of the files.
     with (
         scan_parts.split(
-            names, parts, functools.partial(_scan_plain, str(real_root), config, dict(scoper.attributes))
+            names, parts, functools.partial(_scan_plain, str(real_root), config, dict(scoper.attributes)), _decoder()
         ) as scanning,
         ThreadPoolExecutor(1) as pool,
     ):
         snapshot = pool.submit(_git_snapshot, git, artifacts_rel) if is_git else None
         scanned = [scan(rel) for rel in scanning.mine]
-        scanned += [_unplain(item) for item in scanning.rest()]
+        scanned += scanning.rest()
         head, dirty = snapshot.result() if snapshot is not None else (None, False)
     rows: list[FileRow] = []
     imports: dict[str, list[str]] = {}

@@ -36,6 +36,10 @@ MAX_AUTO_PARTS = 4
 # A slice's work: the names in, one marshal-able result per name out, in order. A helper receives it
 # pickled, so what is handed to ``split`` is a module-level function or a partial of one.
 Work = Callable[[Sequence[str]], list[Any]]
+# What the caller makes of one result that came back as plain values (a row again, say).
+Decode = Callable[[Any], Any]
+
+_BATCH = 2_000  # results a frame
 
 _HEADER = struct.Struct(">Q")  # the length of the frame that follows
 
@@ -97,17 +101,32 @@ def _read_frame(readinto: Callable[[memoryview], int | None]) -> bytearray | Non
     return None if head is None else _exactly(readinto, _HEADER.unpack(head)[0])
 
 
-def _results(data: bytearray | None, names: Sequence[str]) -> tuple[list[Any] | None, str]:
-    """A slice's results from a frame, checked to hold one entry per name, or why not."""
-    if data is None:
-        return None, "its results were cut short"
-    try:
-        got = marshal.loads(data)
-    except (EOFError, ValueError, TypeError) as exc:
-        return None, f"its results could not be read ({exc})"
-    if not isinstance(got, list) or len(got) != len(names):
+def _result_frames(results: list[Any]) -> Iterator[bytes]:
+    """A slice's results as frames of at most ``_BATCH`` each, then an empty frame that ends them (so the
+    reader decodes a batch at a time, and holds no more than one batch's encoded bytes)."""
+    for start in range(0, len(results), _BATCH):
+        yield _frame(marshal.dumps(results[start : start + _BATCH]))
+    yield _frame(b"")
+
+
+def _read_results(
+    readinto: Callable[[memoryview], int | None], names: Sequence[str], decode: Decode
+) -> tuple[list[Any] | None, str]:
+    """A slice's results, each decoded, checked to be one per name; or ``None`` and why not."""
+    out: list[Any] = []
+    while True:
+        frame = _read_frame(readinto)
+        if frame is None:
+            return None, "its results were cut short"
+        if not frame:
+            break
+        try:
+            out += [decode(item) for item in marshal.loads(frame)]
+        except (EOFError, ValueError, TypeError) as exc:
+            return None, f"its results could not be read ({exc})"
+    if len(out) != len(names):
         return None, "its results did not hold one entry per file"
-    return got, ""
+    return out, ""
 
 
 def _kill(pid: int) -> None:
@@ -124,22 +143,19 @@ class _Copy:
     names: Sequence[str]
     reaped: bool = False
 
-    def collect(self) -> tuple[list[Any] | None, str]:
-        why = ""
+    def collect(self, decode: Decode) -> tuple[list[Any] | None, str]:
         try:
             with open(self.fd, "rb", buffering=0, closefd=True) as pipe:
-                data = _read_frame(pipe.readinto)
+                got, why = _read_results(pipe.readinto, self.names, decode)
         except OSError as exc:
             _kill(self.pid)
-            data, why = None, f"reading its results failed ({exc.strerror or exc})"
+            return None, f"reading its results failed ({exc.strerror or exc})"
         finally:
             _, status = os.waitpid(self.pid, 0)
             self.reaped = True
-        if why:
-            return None, why
-        if (code := os.waitstatus_to_exitcode(status)) != 0:
+        if (code := os.waitstatus_to_exitcode(status)) != 0:  # what it sent, if anything, is not trusted
             return None, f"the copy scanning it exited with {code}"
-        return _results(data, self.names)
+        return got, why
 
     def abandon(self) -> None:
         if not self.reaped:
@@ -157,7 +173,8 @@ def _fork(names: Sequence[str], work: Work) -> _Copy:
         try:
             os.close(read_end)
             with open(write_end, "wb", closefd=True) as pipe:
-                pipe.write(_frame(marshal.dumps(work(names))))
+                for frame in _result_frames(work(names)):
+                    pipe.write(frame)
             status = 0
         finally:
             os._exit(status)
@@ -175,20 +192,14 @@ class _Job:
     notes: list[str] = field(default_factory=list)  # the helper's own notes of slices read again
     done: bool = False
 
-    def collect(self) -> tuple[list[Any] | None, str]:
+    def collect(self, decode: Decode) -> tuple[list[Any] | None, str]:
         self.done = True
-        answer = self.helper.answer()
-        if answer is None:
-            return None, "the intake helper did not answer"
-        results, processes, notes = answer
-        got, why = _results(results, self.names)
-        if got is not None:
-            self.processes, self.notes = processes, notes
+        got, why, self.processes, self.notes = self.helper.answer(self.names, decode)
         return got, why
 
     def abandon(self) -> None:
         if not self.done:
-            self.collect()  # its answer is read and dropped, so the next request starts clean
+            self.collect(lambda item: None)  # its answer is read and dropped: the next request starts clean
 
 
 class Helper:
@@ -214,24 +225,29 @@ class Helper:
             return False
         return True
 
-    def answer(self) -> tuple[bytearray, int, list[str]] | None:
-        """The answer to the request sent (results as a marshal frame, processes, notes), or ``None``."""
+    def answer(self, names: Sequence[str], decode: Decode) -> tuple[list[Any] | None, str, int, list[str]]:
+        """The answer to the request sent: the results of ``names`` (each decoded) or ``None`` and why, how
+        many processes read them, and the helper's own notes of slices it read again."""
         try:
-            return self._read_answer()
+            return self._read_answer(names, decode)
         finally:
             self._busy.release()
 
-    def _read_answer(self) -> tuple[bytearray, int, list[str]] | None:
+    def _read_answer(self, names: Sequence[str], decode: Decode) -> tuple[list[Any] | None, str, int, list[str]]:
+        lost: tuple[list[Any] | None, str, int, list[str]] = (None, "the intake helper did not answer", 0, [])
         try:
             head = _read_frame(self.channel.recv_into)
-            body = _read_frame(self.channel.recv_into) if head is not None else None
-            processes, notes = marshal.loads(head) if head is not None else (0, [])
+            if head is None:
+                self._lost()
+                return lost
+            processes, notes = marshal.loads(head)
+            got, why = _read_results(self.channel.recv_into, names, decode)
         except (OSError, EOFError, ValueError, TypeError):
-            body = None
-        if body is None:
             self._lost()
-            return None
-        return body, int(processes), [str(n) for n in notes]
+            return lost
+        if got is None and why.startswith("its results were cut short"):
+            self._lost()  # out of step: what it sends next would not start a new answer
+        return got, why, int(processes), [str(n) for n in notes]
 
     def _lost(self) -> None:
         """The helper is gone or out of step: it is stopped, and intake reads in one process from now on."""
@@ -291,10 +307,15 @@ def _serve(channel: socket.socket) -> None:
     """The helper's loop: a request in, its slices read (in parts of its own), the answer out."""
     while (request := _read_frame(channel.recv_into)) is not None:
         work, names, parts = pickle.loads(request)
-        with split(names, parts, work) as scanning:
+        with split(names, parts, work, _plain) as scanning:
             results = work(scanning.mine) + scanning.rest()
-        head = marshal.dumps((scanning.processes, scanning.redone))
-        channel.sendall(_frame(head) + _frame(marshal.dumps(results)))
+        channel.sendall(_frame(marshal.dumps((scanning.processes, scanning.redone))))
+        for frame in _result_frames(results):
+            channel.sendall(frame)
+
+
+def _plain(item: Any) -> Any:
+    return item
 
 
 @dataclass
@@ -303,6 +324,7 @@ class Split:
 
     mine: Sequence[str]
     work: Work
+    decode: Decode
     # Every slice but the caller's, in order: a copy or the helper at work on it, or the names themselves
     # when no copy could be forked for them (the caller reads those in ``rest``).
     others: list[_Copy | _Job | Sequence[str]] = field(default_factory=list)
@@ -325,15 +347,15 @@ class Split:
         its copy did not come back whole (or was never forked)."""
         out: list[Any] = []
         for part in self.others:
-            if isinstance(part, Sequence):
-                out += self.work(part)  # no copy could be forked for these (``redone`` says why)
+            if isinstance(part, Sequence):  # no copy could be forked for these (``redone`` says why)
+                out += [self.decode(item) for item in self.work(part)]
                 continue
-            got, why = part.collect()
+            got, why = part.collect(self.decode)
             if isinstance(part, _Job):
                 self.redone += part.notes
             if got is None:
                 self.redone.append(f"{len(part.names)} file(s) read again in the main process: {why}")
-                got = self.work(part.names)
+                got = [self.decode(item) for item in self.work(part.names)]
             out += got
         return out
 
@@ -344,21 +366,21 @@ class Split:
 
 
 @contextmanager
-def split(names: Sequence[str], parts: int, work: Work) -> Iterator[Split]:
+def split(names: Sequence[str], parts: int, work: Work, decode: Decode) -> Iterator[Split]:
     """Start scanning ``names`` in ``parts`` parts: every slice but the first in a forked copy that runs
     ``work`` on it (when ``can_fork``), or handed to the helper (when there is one); else the caller's
     slice is every name. Copies are forked here, before the caller starts any thread; on leaving the block
     early, copies not yet collected are killed and reaped, and the helper's answer is read and dropped."""
     if parts < 2 or len(names) < 2:
-        yield Split(names, work)
+        yield Split(names, work, decode)
         return
     pieces = slices(names, parts)
-    running = Split(pieces[0], work)
+    running = Split(pieces[0], work, decode)
     rest = names[len(pieces[0]) :]
     if not can_fork():
         helper = _helper
         if helper is None or not helper.ask(work, rest, parts - 1):
-            yield Split(names, work)
+            yield Split(names, work, decode)
             return
         running.others.append(_Job(helper, rest))
     else:
