@@ -27,7 +27,8 @@ needs_fork = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="in
 def test_parts_follow_the_config_else_the_cores_and_the_size() -> None:
     assert scan_parts.parts_for(50, 3) == 3  # set: taken as it is, even for a small repository
     assert scan_parts.parts_for(2, 8) == 2  # never more parts than files
-    assert scan_parts.parts_for(1_999, None, cores=8) == 1  # too small to gain from a copy
+    assert scan_parts.parts_for(7_999, None, cores=8) == 1  # too small to gain from a copy
+    assert scan_parts.parts_for(8_000, None, cores=8) == 2
     assert scan_parts.parts_for(20_000, None, cores=2) == 2
     assert scan_parts.parts_for(20_000, None, cores=1) == 1
     assert scan_parts.parts_for(200_000, None, cores=64) == scan_parts.MAX_AUTO_PARTS

@@ -28,8 +28,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-# Below this many files a part, forking a copy costs more than its slice saves.
-MIN_FILES_PER_PART = 1_000
+# Below this many files a part, forking a copy costs about what its slice saves (through the server, two
+# parts of 2,500 files took as long as one process, and of 10,000 files 16% less time).
+MIN_FILES_PER_PART = 4_000
 # With no ``intake_processes`` set: at most this many parts (the read itself, not the checks, then binds).
 MAX_AUTO_PARTS = 4
 
