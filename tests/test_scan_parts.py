@@ -20,6 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from audit_mcp.engine import scan_parts
+from audit_mcp.surfaces.cli import exits
 
 needs_fork = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="intake forks copies on Linux only")
 
@@ -41,7 +42,8 @@ def test_slices_are_contiguous_in_order_and_near_equal() -> None:
     assert [n for p in pieces for n in p] == names
 
 
-def test_nothing_is_forked_while_another_thread_runs() -> None:
+def test_nothing_is_forked_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan_parts, "_helper", None)  # no server's helper in this process either
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
@@ -58,6 +60,7 @@ def test_nothing_is_forked_while_another_thread_runs() -> None:
 _SPLIT = """
 import json, os, sys
 from audit_mcp.engine import scan_parts
+from audit_mcp.surfaces.cli import exits
 parent = os.getpid()
 failing = sys.argv[1]
 
@@ -312,3 +315,30 @@ async def test_a_server_whose_helper_died_reads_every_file_itself(
     files, edges, log = _manifest(artifacts)
     assert "read by 2 processes" not in log
     assert files == alone_files and edges == alone_edges
+
+
+_BUSY_PORT = """
+import os, socket, sys
+from audit_mcp.engine import scan_parts
+from audit_mcp.surfaces.cli import main
+with socket.socket() as holder:
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    code = main(["serve", "--http", "--port", str(holder.getsockname()[1]), "--root", sys.argv[1]])
+try:
+    os.waitpid(-1, os.WNOHANG)
+    left = True
+except ChildProcessError:
+    left = False
+print(code, scan_parts._helper is None, left)
+"""
+
+
+@needs_fork
+def test_a_server_that_cannot_start_leaves_no_helper_behind(repo: Path) -> None:
+    # In a fresh interpreter, which has one thread, so the helper is forked before the port is found busy.
+    proc = subprocess.run(
+        [sys.executable, "-c", _BUSY_PORT, str(repo)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert "already in use" in proc.stderr
+    assert proc.stdout.split() == [str(exits.EXIT_ERROR), "True", "False"]

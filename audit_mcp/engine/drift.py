@@ -20,7 +20,8 @@ from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.models import RequeuedTask
 from audit_mcp.engine import file_stat
 from audit_mcp.engine.coverage import build_cells, file_ranges
-from audit_mcp.engine.intake import repository_attributes, rescan
+from audit_mcp.engine.git_listing import repository_attributes
+from audit_mcp.engine.intake import rescan
 from audit_mcp.engine.scoping import Scoper
 from audit_mcp.store.records import Cell, CellKind, CellState, FileRow
 from audit_mcp.store.tx import Tx

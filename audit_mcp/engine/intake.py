@@ -6,7 +6,6 @@ import errno
 import functools
 import hashlib
 import os
-import posixpath
 import re
 import stat
 import time
@@ -19,11 +18,12 @@ import pathspec
 
 from audit_mcp.core.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.core.errors import ConfigError
-from audit_mcp.engine import attributes, file_stat, scan_parts
+from audit_mcp.engine import file_stat, scan_parts
 from audit_mcp.engine.attributes import UNSPECIFIED, Attributes
 from audit_mcp.engine.coverage import max_unit_chars
 from audit_mcp.engine.file_kinds import FileKind
-from audit_mcp.engine.git import GitReader, paths_of
+from audit_mcp.engine.git import GitReader
+from audit_mcp.engine.git_listing import git_paths, git_snapshot, has_attribute_files, linguist_attributes
 from audit_mcp.engine.ignores import walk_paths
 from audit_mcp.engine.imports import ImportResolver, import_candidates, reads_imports
 from audit_mcp.engine.incremental import changed_since
@@ -49,39 +49,6 @@ class Manifest:
     redone: list[str] = field(default_factory=list)
 
 
-def _git_paths(git: GitReader) -> list[str]:
-    listing = git.require(
-        "list the files of the repository with git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"
-    )
-    return sorted(set(paths_of(listing)))
-
-
-def _git_snapshot(git: GitReader, artifacts_rel: str | None) -> tuple[str | None, bool]:
-    head = git.run("rev-parse", "--verify", "--quiet", "HEAD")
-    head_sha = head.stdout.decode().strip() if head is not None and head.returncode == 0 else None
-    status = git.run("status", "--porcelain", "-z", "--ignore-submodules=all")
-    dirty = False
-    if status is not None and status.returncode == 0:
-        for entry in status.stdout.split(b"\0"):
-            path = entry[3:].decode(errors="replace")
-            if not entry or (artifacts_rel and path.startswith(artifacts_rel)):
-                continue
-            if path == CONFIG_FILENAME:
-                continue
-            dirty = True
-            break
-    return head_sha, dirty
-
-
-def linguist_attributes(git: GitReader, paths: list[str]) -> dict[str, Attributes]:
-    """The linguist marks the repository's ``.gitattributes`` give ``paths`` (none outside a work tree)."""
-    marks: dict[str, Attributes] = {}
-    for batch in attributes.batches(paths):
-        output = git.require("read the .gitattributes of the repository", *attributes.check_attr_args(), *batch)
-        marks.update(attributes.parse(output))
-    return marks
-
-
 _NOT_UTF8 = "the file name is not UTF-8 (shown with \\x escapes); rename the file to have it reviewed"
 
 
@@ -93,43 +60,6 @@ def _undecodable(rel: str) -> str | None:
     except UnicodeEncodeError:
         return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return None
-
-
-def _has_attribute_files(git: GitReader, top: Path, root: Path, paths: list[str]) -> bool:
-    """Whether any attributes file can apply to ``paths``: a ``.gitattributes`` in a directory holding one
-    of them or above it (up to the work tree's top), or the repository's ``info/attributes``. Without one,
-    every mark is unspecified and ``git check-attr`` over every path is skipped (the system and global
-    attribute files are off in the hardened environment)."""
-    dirs = {""}
-    for path in paths:
-        cut = path.rfind("/")  # posixpath.dirname, with a cheaper common case (this runs for every file)
-        folder = path[:cut] if cut > 0 and path[cut - 1] != "/" else posixpath.dirname(path)
-        while folder not in dirs:
-            dirs.add(folder)
-            folder = posixpath.dirname(folder)
-    above = [p for p in root.parents if p == top or top in p.parents]  # between the root and the top
-    if any(
-        os.path.lexists(f"{root}{os.sep}{d}{os.sep}.gitattributes" if d else f"{root}{os.sep}.gitattributes")
-        for d in dirs
-    ):
-        return True
-    if any(os.path.lexists(folder / ".gitattributes") for folder in above):
-        return True
-    proc = git.run("rev-parse", "--git-path", "info/attributes")
-    if proc is None or proc.returncode != 0:
-        return True  # cannot tell: ask git for every path
-    named = proc.stdout.decode("utf-8", errors="surrogateescape").strip()
-    return os.path.lexists(root / named)  # an absolute path stays absolute
-
-
-def repository_attributes(root: Path, paths: list[str]) -> dict[str, Attributes]:
-    """``linguist_attributes`` for a root that may or may not be a git work tree."""
-    real_root = root.resolve()
-    git = GitReader(real_root)
-    top = git.work_tree() if paths else None
-    if top is None or not _has_attribute_files(git, top, real_root, paths):
-        return {}
-    return linguist_attributes(git, paths)
 
 
 _Scanned = tuple[FileRow, list[str] | None]
@@ -356,11 +286,11 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
     git = GitReader(real_root)
     top = git.work_tree()
     is_git = top is not None
-    paths = _git_paths(git) if is_git else walk_paths(real_root)
+    paths = git_paths(git) if is_git else walk_paths(real_root)
     excluded = [p for p in (artifacts_rel, ".git") if p]
     changed = changed_since(git if is_git else None, real_root, config.since) if config.since else None
     listed = list(_filter(paths, config, excluded))
-    marked = top is not None and _has_attribute_files(git, top, real_root, listed)
+    marked = top is not None and has_attribute_files(git, top, real_root, listed)
     scoper = Scoper(config, linguist_attributes(git, listed) if marked else {})
     # Each name is either a row decided without reading the file or a name to scan, in manifest order.
     decided: list[FileRow | None] = []
@@ -390,7 +320,7 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
         ) as scanning,
         ThreadPoolExecutor(1) as pool,
     ):
-        snapshot = pool.submit(_git_snapshot, git, artifacts_rel) if is_git else None
+        snapshot = pool.submit(git_snapshot, git, artifacts_rel) if is_git else None
         scanned = [scan(rel) for rel in scanning.mine]
         scanned += scanning.rest()
         head, dirty = snapshot.result() if snapshot is not None else (None, False)

@@ -20,13 +20,14 @@ import os
 import pickle
 import signal
 import socket
-import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
+
+from audit_mcp.engine.scan_frames import Decode, frame, read_frame, read_results, result_frames
 
 # Below this many files a part, forking a copy costs about what its slice saves (through the server, two
 # parts of 2,500 files took as long as one process, and of 10,000 files 16% less time).
@@ -37,12 +38,6 @@ MAX_AUTO_PARTS = 4
 # A slice's work: the names in, one marshal-able result per name out, in order. A helper receives it
 # pickled, so what is handed to ``split`` is a module-level function or a partial of one.
 Work = Callable[[Sequence[str]], list[Any]]
-# What the caller makes of one result that came back as plain values (a row again, say).
-Decode = Callable[[Any], Any]
-
-_BATCH = 2_000  # results a frame
-
-_HEADER = struct.Struct(">Q")  # the length of the frame that follows
 
 
 def available_cores() -> int:
@@ -80,56 +75,6 @@ def slices(names: Sequence[str], parts: int) -> list[Sequence[str]]:
     return out
 
 
-def _frame(data: bytes) -> bytes:
-    return _HEADER.pack(len(data)) + data
-
-
-def _exactly(readinto: Callable[[memoryview], int | None], size: int) -> bytearray | None:
-    """``size`` bytes read with ``readinto``, or ``None`` when the other end closes first."""
-    buffer = bytearray(size)
-    view = memoryview(buffer)
-    got = 0
-    while got < size:
-        n = readinto(view[got:])
-        if not n:
-            return None
-        got += n
-    return buffer
-
-
-def _read_frame(readinto: Callable[[memoryview], int | None]) -> bytearray | None:
-    head = _exactly(readinto, _HEADER.size)
-    return None if head is None else _exactly(readinto, _HEADER.unpack(head)[0])
-
-
-def _result_frames(results: list[Any]) -> Iterator[bytes]:
-    """A slice's results as frames of at most ``_BATCH`` each, then an empty frame that ends them (so the
-    reader decodes a batch at a time, and holds no more than one batch's encoded bytes)."""
-    for start in range(0, len(results), _BATCH):
-        yield _frame(marshal.dumps(results[start : start + _BATCH]))
-    yield _frame(b"")
-
-
-def _read_results(
-    readinto: Callable[[memoryview], int | None], names: Sequence[str], decode: Decode
-) -> tuple[list[Any] | None, str]:
-    """A slice's results, each decoded, checked to be one per name; or ``None`` and why not."""
-    out: list[Any] = []
-    while True:
-        frame = _read_frame(readinto)
-        if frame is None:
-            return None, "its results were cut short"
-        if not frame:
-            break
-        try:
-            out += [decode(item) for item in marshal.loads(frame)]
-        except (EOFError, ValueError, TypeError) as exc:
-            return None, f"its results could not be read ({exc})"
-    if len(out) != len(names):
-        return None, "its results did not hold one entry per file"
-    return out, ""
-
-
 def _kill(pid: int) -> None:
     with suppress(ProcessLookupError):  # it has exited already: waitpid reaps it
         os.kill(pid, signal.SIGKILL)
@@ -147,7 +92,7 @@ class _Copy:
     def collect(self, decode: Decode) -> tuple[list[Any] | None, str]:
         try:
             with open(self.fd, "rb", buffering=0, closefd=True) as pipe:
-                got, why = _read_results(pipe.readinto, self.names, decode)
+                got, why = read_results(pipe.readinto, self.names, decode)
         except OSError as exc:
             _kill(self.pid)
             return None, f"reading its results failed ({exc.strerror or exc})"
@@ -174,8 +119,8 @@ def _fork(names: Sequence[str], work: Work) -> _Copy:
         try:
             os.close(read_end)
             with open(write_end, "wb", closefd=True) as pipe:
-                for frame in _result_frames(work(names)):
-                    pipe.write(frame)
+                for chunk in result_frames(work(names)):
+                    pipe.write(chunk)
             status = 0
         finally:
             os._exit(status)
@@ -219,7 +164,12 @@ class Helper:
         if not self.alive or not self._busy.acquire(blocking=False):
             return False
         try:
-            self.channel.sendall(_frame(pickle.dumps((work, list(names), parts), pickle.HIGHEST_PROTOCOL)))
+            request = pickle.dumps((work, list(names), parts), pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, AttributeError, TypeError):  # work that cannot be sent: read here
+            self._busy.release()
+            return False
+        try:
+            self.channel.sendall(frame(request))
         except OSError:
             self._lost()
             self._busy.release()
@@ -237,12 +187,12 @@ class Helper:
     def _read_answer(self, names: Sequence[str], decode: Decode) -> tuple[list[Any] | None, str, int, list[str]]:
         lost: tuple[list[Any] | None, str, int, list[str]] = (None, "the intake helper did not answer", 0, [])
         try:
-            head = _read_frame(self.channel.recv_into)
+            head = read_frame(self.channel.recv_into)
             if head is None:
                 self._lost()
                 return lost
             processes, notes = marshal.loads(head)
-            got, why = _read_results(self.channel.recv_into, names, decode)
+            got, why = read_results(self.channel.recv_into, names, decode)
         except (OSError, EOFError, ValueError, TypeError):
             self._lost()
             return lost
@@ -306,13 +256,13 @@ def _quiet() -> None:
 
 def _serve(channel: socket.socket) -> None:
     """The helper's loop: a request in, its slices read (in parts of its own), the answer out."""
-    while (request := _read_frame(channel.recv_into)) is not None:
+    while (request := read_frame(channel.recv_into)) is not None:
         work, names, parts = pickle.loads(request)
         with split(names, parts, work, _plain) as scanning:
             results = work(scanning.mine) + scanning.rest()
-        channel.sendall(_frame(marshal.dumps((scanning.processes, scanning.redone))))
-        for frame in _result_frames(results):
-            channel.sendall(frame)
+        channel.sendall(frame(marshal.dumps((scanning.processes, scanning.redone))))
+        for chunk in result_frames(results):
+            channel.sendall(chunk)
 
 
 def _plain(item: Any) -> Any:

@@ -74,18 +74,28 @@ def register(sub: Subparsers) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    # Loaded by the one verb that serves: every other verb, --version and --help register it only.
-    import ipaddress
-
-    from mcp.server.transport_security import TransportSecuritySettings
-
+    # Loaded by the one verb that serves: every other verb, --version and --help register it only. The server
+    # is loaded before the helper is forked, so the helper has what intake runs loaded too.
     from audit_mcp.engine import scan_parts
-    from audit_mcp.surfaces.http_auth import MIN_TOKEN_CHARS, TOKEN_ENV, BearerToken
-    from audit_mcp.surfaces.server import build_server
+    from audit_mcp.surfaces import server  # noqa: F401
 
     # Forked now, while this process has one thread: the server's tools run on worker threads, and intake
     # hands this helper the slices of a large repository's files it does not read itself.
     scan_parts.start_helper()
+    try:
+        return _serve_with(args)
+    finally:
+        scan_parts.stop_helper()  # a server that could not start, or one called in-process, leaves none
+
+
+def _serve_with(args: argparse.Namespace) -> int:
+    import ipaddress
+
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from audit_mcp.surfaces.http_auth import MIN_TOKEN_CHARS, TOKEN_ENV, BearerToken
+    from audit_mcp.surfaces.server import build_server
+
     root = (args.root or Path.cwd()).resolve()
     server = build_server(
         root,
