@@ -170,7 +170,8 @@ class SessionConfig(_Strict):
     max_packets_per_run: Annotated[int, Field(ge=1, le=2_000)] = 200
     since: Annotated[str, Field(max_length=256)] | None = None
     # Processes that read the repository's files at intake, on Linux (``engine.scan_parts``: copies forked
-    # by the command line, or by the server's helper). Unset: one a core, at most 4, from 8,000 files.
+    # by the command line, or by the server's helper), at most one a core (or 4). Unset: one a core, at most
+    # 4, from 8,000 files.
     intake_processes: Annotated[int, Field(ge=1, le=64)] | None = None
     carry_forward: bool = True
     # A threat model before the first review run (skipped for tiny repositories), carried by every packet.

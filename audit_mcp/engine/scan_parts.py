@@ -50,10 +50,12 @@ def available_cores() -> int:
 
 def parts_for(files: int, configured: int | None, cores: int | None = None) -> int:
     """How many parts to scan ``files`` files in: ``configured`` (``intake_processes``) when set, capped at
-    one file a part; else one a core, at most ``MAX_AUTO_PARTS``, each of at least ``MIN_FILES_PER_PART``."""
-    if configured is not None:
-        return max(1, min(configured, files))
+    one file a part and at the cores (``MAX_AUTO_PARTS`` where there are fewer: a repository's own config is
+    untrusted, and may not have intake fork a copy per file); else one a core, at most ``MAX_AUTO_PARTS``,
+    each of at least ``MIN_FILES_PER_PART``."""
     cores = available_cores() if cores is None else cores
+    if configured is not None:
+        return max(1, min(configured, files, max(cores, MAX_AUTO_PARTS)))
     return max(1, min(cores, MAX_AUTO_PARTS, files // MIN_FILES_PER_PART))
 
 
