@@ -198,8 +198,9 @@ class Helper:
         except (OSError, EOFError, ValueError, TypeError):
             self._lost()
             return lost
-        if got is None and why.startswith("its results were cut short"):
-            self._lost()  # out of step: what it sends next would not start a new answer
+        if got is None:
+            # Out of step or wrong: what is left of this answer would be read as the start of the next one.
+            self._lost()
         return got, why, int(processes), [str(n) for n in notes]
 
     def _lost(self) -> None:
