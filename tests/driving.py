@@ -84,6 +84,14 @@ def past_context(service: AuditService, step: Step) -> Step:
     return past(service, step, "context")
 
 
+async def call_ok(client: Any, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Call an MCP tool that must succeed: its structured result."""
+    result = await client.call_tool(name, args)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
 async def first_review_over_mcp(client: Any, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
     """Over an MCP client: the first step that hands out review packets (the context run answered first)."""
     step: dict[str, Any] = (

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
@@ -18,6 +17,7 @@ from audit_mcp.scheduling.profile import CORROBORATED_SOURCE, Learned, lapsed, w
 from audit_mcp.scheduling.scheduler import capacity_bounds
 from audit_mcp.surfaces.server import build_server
 from tests.conftest import ScriptedReviewer
+from tests.driving import call_ok
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 TIER_ONE = (50, 30_000, 8_000)  # requests, input and output tokens per minute
@@ -143,13 +143,6 @@ def test_a_borne_out_guess_is_kept_in_the_learned_state_file(tmp_path: Path) -> 
     assert again.corroborated_limits == {ITPM: 30_000} and again.corroborated_at == NOW
 
 
-async def _call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
 @pytest.mark.anyio
 async def test_over_mcp_a_wave_throttled_under_the_built_in_limits_is_paced_to_them_and_says_so(
     repo: Path, reviewer: ScriptedReviewer
@@ -163,20 +156,20 @@ async def test_over_mcp_a_wave_throttled_under_the_built_in_limits_is_paced_to_t
         "max_packet_tokens = 4000\n"
     )
     async with Client(build_server(repo, clock=lambda: NOW)) as client:
-        await _call(client, "next_step", {"root": str(repo)})
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
+        await call_ok(client, "next_step", {"root": str(repo)})
+        step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
         assert step["step_kind"] == "dispatch_review"
         read = await client.read_resource(f"audit://runs/{step['run_id']}/dispatch-plan")
         plan = json.loads(read.contents[0].text)  # type: ignore[union-attr]
-        before = await _call(client, "quota_status", {})
+        before = await call_ok(client, "quota_status", {})
         assert before["limits"][ITPM]["confidence"] == "low"
         for packet in plan["packets"][: plan["wave_size"]]:
             usage = {"input_tokens": 9 * packet["estimated_tokens"], "output_tokens": 2_000, "api_calls": 12}
             usage |= {"seconds": 600, "rate_limited_calls": 2}
             args = {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
-            assert (await _call(client, "submit_packet", {**args, "usage": usage}))["accepted"]
-        status = await _call(client, "plan_status", {"run_id": plan["run_id"]})
-        quota = await _call(client, "quota_status", {})
+            assert (await call_ok(client, "submit_packet", {**args, "usage": usage}))["accepted"]
+        status = await call_ok(client, "plan_status", {"run_id": plan["run_id"]})
+        quota = await call_ok(client, "quota_status", {})
     itpm = quota["limits"][ITPM]
     assert itpm["confidence"] == "medium" and itpm["source"].startswith(CORROBORATED_SOURCE), itpm
     assert quota["limits"]["requests_per_minute"]["confidence"] == "low"

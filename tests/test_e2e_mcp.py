@@ -13,7 +13,7 @@ from mcp import Client, StdioServerParameters
 
 from audit_mcp.surfaces.server import build_server
 from tests.conftest import ScriptedReviewer
-from tests.driving import first_review_over_mcp
+from tests.driving import call_ok, first_review_over_mcp
 
 
 async def _read(client: Client, uri: str) -> str:
@@ -21,19 +21,12 @@ async def _read(client: Client, uri: str) -> str:
     return result.contents[0].text  # type: ignore[union-attr]
 
 
-async def _call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
 async def drive_audit(client: Client, reviewer: ScriptedReviewer, root: Path) -> dict[str, Any]:
     """What a well-behaved host does: follow every step until the report."""
-    step = await _call(client, "next_step", {"root": str(root)})
+    step = await call_ok(client, "next_step", {"root": str(root)})
     assert step["step_kind"] == "capability_check"
     assert "host_can_dispatch_subagents" in await _read(client, "audit://step/current/prompt")
-    step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 3})
+    step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 3})
     seen_kinds = {step["step_kind"]}
     seen_packet_kinds: list[str] = []
     for _ in range(10):
@@ -45,15 +38,15 @@ async def drive_audit(client: Client, reviewer: ScriptedReviewer, root: Path) ->
         for packet in plan["packets"]:
             prompt = await _read(client, packet["prompt_uri"])
             assert packet["packet_id"] in prompt and "untrusted data" in prompt
-            receipt = await _call(
+            receipt = await call_ok(
                 client,
                 "submit_packet",
                 {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)},
             )
             assert receipt["accepted"], receipt["errors"]
-        summary = await _call(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
+        summary = await call_ok(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
         assert summary["packets_merged"] == len(plan["packets"])
-        step = await _call(client, "next_step", {})
+        step = await call_ok(client, "next_step", {})
         seen_kinds.add(step["step_kind"])
     assert step["step_kind"] == "present_report", step
     assert step["status"] == "complete"
@@ -101,20 +94,20 @@ async def test_the_same_audit_runs_over_stdio_with_the_installed_command(
 @pytest.mark.anyio
 async def test_a_host_without_subagents_reviews_one_packet_at_a_time(repo: Path, reviewer: ScriptedReviewer) -> None:
     async with Client(build_server(repo)) as client:
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": False})
+        step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": False})
         packets_done = 0
         while step["step_kind"] == "single_task_fallback":
             plan = json.loads(await _read(client, f"audit://runs/{step['run_id']}/dispatch-plan"))
             assert len(plan["packets"]) == 1
             packet = plan["packets"][0]
-            receipt = await _call(
+            receipt = await call_ok(
                 client,
                 "submit_packet",
                 {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)},
             )
             assert receipt["accepted"]
             packets_done += 1
-            step = await _call(client, "next_step", {})
+            step = await call_ok(client, "next_step", {})
         assert step["step_kind"] == "present_report"
         assert packets_done >= 2
 
@@ -150,7 +143,7 @@ async def test_subagents_submitting_at_once_through_one_server_lose_nothing(
 
         async def submit(packet: dict[str, Any]) -> None:
             receipts.append(
-                await _call(
+                await call_ok(
                     client,
                     "submit_packet",
                     {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)},
@@ -160,7 +153,7 @@ async def test_subagents_submitting_at_once_through_one_server_lose_nothing(
         async with anyio.create_task_group() as group:
             for packet in plan["packets"]:
                 group.start_soon(submit, packet)
-        summary = await _call(client, "merge_and_ingest", {"run_id": plan["run_id"]})
+        summary = await call_ok(client, "merge_and_ingest", {"run_id": plan["run_id"]})
     assert all(r["accepted"] for r in receipts) and len(receipts) == len(plan["packets"])
     assert summary["packets_merged"] == len(plan["packets"])
     # Everything is reviewed but the verifications this merge added for the critical and high findings.

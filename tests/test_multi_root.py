@@ -21,6 +21,7 @@ from mcp import Client
 
 from audit_mcp.surfaces.server import build_server
 from tests.conftest import FIXTURES, ScriptedReviewer, git
+from tests.driving import call_ok
 from tests.test_http import _free_port
 
 
@@ -64,13 +65,6 @@ def _submissions(root: Path) -> set[str]:
         conn.close()
 
 
-async def _call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
 @pytest.mark.anyio
 async def test_two_clients_on_two_roots_of_one_http_server_never_mix_their_runs(
     tmp_path: Path, reviewer: ScriptedReviewer
@@ -79,8 +73,8 @@ async def test_two_clients_on_two_roots_of_one_http_server_never_mix_their_runs(
     caps = {"host_can_dispatch_subagents": True}
     with _serving("--root", str(x), "--allow-root", str(y), log=tmp_path / "server.log") as url:
         async with Client(url) as one, Client(url) as two:
-            step_x = await _call(one, "next_step", caps)
-            step_y = await _call(two, "next_step", {**caps, "root": str(y)})
+            step_x = await call_ok(one, "next_step", caps)
+            step_y = await call_ok(two, "next_step", {**caps, "root": str(y)})
             assert step_x["repo_root"] == str(x.resolve()) and step_y["repo_root"] == str(y.resolve())
             assert step_x["run_id"] != step_y["run_id"]  # both are run 1 of audit 1, in different roots
             # Run by run (the context, the review, its verification), in step on both roots.
@@ -104,16 +98,16 @@ async def _one_run_each(
     for client, step in ((one, step_x), (two, step_y)):
         for packet in plans[step["run_id"]]["packets"]:
             args = {"run_id": step["run_id"], "packet_id": packet["packet_id"]}
-            receipt = await _call(client, "submit_packet", {**args, "results": reviewer.results(packet)})
+            receipt = await call_ok(client, "submit_packet", {**args, "results": reviewer.results(packet)})
             assert receipt["accepted"], receipt
     # Every packet submitted in a root carries that root's tag (A1-R2-<tag>-P01): nothing crossed over.
     for root, step in ((x_root, step_x), (y, step_y)):
         tag = step["run_id"].rsplit("-", 1)[1]
         assert all(packet.split("-")[2] == tag for packet in _submissions(root))
     for client, step in ((one, step_x), (two, step_y)):
-        summary = await _call(client, "merge_and_ingest", {"run_id": step["run_id"]})
+        summary = await call_ok(client, "merge_and_ingest", {"run_id": step["run_id"]})
         assert summary["packets_merged"] == len(plans[step["run_id"]]["packets"])
-    return await _call(one, "next_step", {}), await _call(two, "next_step", {"root": str(y)})
+    return await call_ok(one, "next_step", {}), await call_ok(two, "next_step", {"root": str(y)})
 
 
 @pytest.mark.anyio
@@ -137,7 +131,7 @@ async def test_a_root_the_server_was_not_started_for_is_refused_before_anything_
         # The served root itself, named by any path that resolves to it, is fine.
         link = tmp_path / "link"
         link.symlink_to(x)
-        step = await _call(client, "next_step", {"root": str(link)})
+        step = await call_ok(client, "next_step", {"root": str(link)})
         assert step["repo_root"] == str(x.resolve())
 
 
@@ -145,8 +139,8 @@ async def test_a_root_the_server_was_not_started_for_is_refused_before_anything_
 async def test_a_run_no_served_root_holds_is_refused_saying_where_it_looked(tmp_path: Path) -> None:
     x, y = _copy(tmp_path, "x"), _copy(tmp_path, "y")
     async with Client(build_server(x, allowed_roots=[y])) as client:
-        await _call(client, "next_step", {"host_can_dispatch_subagents": True})
-        receipt = await _call(client, "submit_packet", {"run_id": "A7-R7-abcdef", "packet_id": "P", "results": []})
+        await call_ok(client, "next_step", {"host_can_dispatch_subagents": True})
+        receipt = await call_ok(client, "submit_packet", {"run_id": "A7-R7-abcdef", "packet_id": "P", "results": []})
         assert not receipt["accepted"]
         message = receipt["errors"][0]["message"]
         assert f"{x.resolve()} (searched)" in message and f"{y.resolve()} (no audit yet)" in message

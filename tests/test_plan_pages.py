@@ -11,7 +11,7 @@ import pytest
 from mcp import Client, MCPError
 
 from audit_mcp.surfaces.server import build_server
-from tests.driving import first_review_over_mcp
+from tests.driving import call_ok, first_review_over_mcp
 
 # What a host takes from one read, with a pessimistic 3 characters per token for JSON.
 MAX_READ_CHARS = 20_000 * 3
@@ -42,13 +42,6 @@ def _many_packets(root: Path) -> Path:
 async def _read(client: Client, uri: str) -> str:
     result = await client.read_resource(uri)
     return result.contents[0].text  # type: ignore[union-attr]
-
-
-async def _call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
 
 
 @pytest.mark.anyio
@@ -101,7 +94,7 @@ async def test_a_200_packet_plan_is_read_in_pages_and_waves_under_20k_tokens(tmp
 @pytest.mark.anyio
 async def test_a_small_plan_comes_whole_from_one_read(repo: Path) -> None:
     async with Client(build_server(repo)) as client:
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True})
+        step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True})
         plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
         page = json.loads(await _read(client, f"audit://runs/{plan['run_id']}/dispatch-plan"))
         assert {k: v for k, v in page.items() if k not in ("page", "wave_pages")} == plan

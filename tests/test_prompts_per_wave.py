@@ -13,6 +13,7 @@ from mcp import Client
 
 from audit_mcp.surfaces.server import build_server
 from tests.conftest import ScriptedReviewer
+from tests.driving import call_ok
 
 CONFIG = (
     'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n'
@@ -20,13 +21,6 @@ CONFIG = (
     "[model]\nrequests_per_minute = 4000\ninput_tokens_per_minute = 2000000\noutput_tokens_per_minute = 400000\n"
 )
 ASSIGNMENT = "# Your assignment: packet "
-
-
-async def _call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
 
 
 async def _resource(client: Client, uri: str) -> str:
@@ -46,8 +40,8 @@ def _shared_block(prompt: str) -> str:
 async def test_prompts_are_written_for_the_waves_the_host_launches_next(repo: Path, reviewer: ScriptedReviewer) -> None:
     (repo / ".audit-mcp.toml").write_text(CONFIG)
     async with Client(build_server(repo)) as client:
-        await _call(client, "next_step", {"root": str(repo)})
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 2})
+        await call_ok(client, "next_step", {"root": str(repo)})
+        step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 2})
         assert step["step_kind"] == "dispatch_review" and step["wave_size"] == 2
         run_id = step["run_id"]
         plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
@@ -69,13 +63,13 @@ async def test_prompts_are_written_for_the_waves_the_host_launches_next(repo: Pa
 
         # The host launched the first wave and one packet finished: the next two waves' prompts are written.
         launched = [p["packet_id"] for p in packets[:2]]
-        receipt = await _call(
+        receipt = await call_ok(
             client,
             "submit_packet",
             {"run_id": run_id, "packet_id": launched[0], "results": reviewer.results(packets[0])},
         )
         assert receipt["accepted"], receipt["errors"]
-        status = await _call(client, "plan_status", {"run_id": run_id, "launched": launched})
+        status = await call_ok(client, "plan_status", {"run_id": run_id, "launched": launched})
         following = [w["packet_id"] for w in status["waiting"]][:4]
         assert following == [p["packet_id"] for p in packets[2:6]]
         assert _written(plan) == [True] * 6 + [False] * (len(packets) - 6)
@@ -96,7 +90,7 @@ async def test_prompts_are_written_for_the_waves_the_host_launches_next(repo: Pa
     # The host stopped after four packets were in: restarted, it gets the prompts of what it launches next.
     async with Client(build_server(repo)) as client:
         for packet in packets[1:4]:
-            receipt = await _call(
+            receipt = await call_ok(
                 client,
                 "submit_packet",
                 {"run_id": run_id, "packet_id": packet["packet_id"], "results": reviewer.results(packet)},
@@ -104,24 +98,24 @@ async def test_prompts_are_written_for_the_waves_the_host_launches_next(repo: Pa
             assert receipt["accepted"], receipt["errors"]
         for packet in packets[4:]:  # nothing written after the first waves survives on this host
             Path(packet["prompt_path"]).unlink(missing_ok=True)
-        step = await _call(client, "next_step", {})
+        step = await call_ok(client, "next_step", {})
         assert step["step_kind"] == "dispatch_review" and step["run_id"] == run_id
         assert step["packet_ids"] == [p["packet_id"] for p in packets[4:]]
         assert _written(plan) == [True] * 8 + [False] * (len(packets) - 8)
         launched = [p["packet_id"] for p in packets[:4]]
         for n in range(4, len(packets)):
-            await _call(client, "plan_status", {"run_id": run_id, "launched": launched})
+            await call_ok(client, "plan_status", {"run_id": run_id, "launched": launched})
             packet = packets[n]
             # Every packet the host launches has its whole prompt by then.
             prompt = Path(packet["prompt_path"]).read_text()
             assert _shared_block(prompt) == block and f"{ASSIGNMENT}{packet['packet_id']}" in prompt
             launched.append(packet["packet_id"])
-            receipt = await _call(
+            receipt = await call_ok(
                 client,
                 "submit_packet",
                 {"run_id": run_id, "packet_id": packet["packet_id"], "results": reviewer.results(packet)},
             )
             assert receipt["accepted"], receipt["errors"]
-        merged = await _call(client, "merge_and_ingest", {"run_id": run_id, "failures": []})
+        merged = await call_ok(client, "merge_and_ingest", {"run_id": run_id, "failures": []})
         assert merged["tasks_covered"] == sum(len(p["tasks"]) for p in packets)
-        assert (await _call(client, "next_step", {}))["step_kind"] == "present_report"
+        assert (await call_ok(client, "next_step", {}))["step_kind"] == "present_report"

@@ -19,6 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from audit_mcp.surfaces.cli import exits
+from tests.driving import call_ok
 from tests.intake_repos import config_for, first_step_cli, hostile_repo, manifest_of, needs_fork
 
 _HELPER = """
@@ -128,6 +129,12 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+async def _first_dispatch(client: Client) -> None:
+    """The first ``next_step`` of an empty audit, which runs intake and hands out review packets."""
+    step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True})
+    assert step["step_kind"] == "dispatch_review", step
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> tuple[Path, Path, list[Any], list[Any]]:
     """The hostile repository, the artifacts directory a server gets, and the manifest one process reads."""
@@ -145,8 +152,7 @@ async def test_the_server_reads_with_the_helper_it_forked_at_start_which_leaves_
     root, artifacts, alone_files, alone_edges = served
     async with Client(_server(tmp_path, root, artifacts)) as client:
         assert len(_naming(artifacts)) == 2  # the server and its helper
-        step = (await client.call_tool("next_step", {"host_can_dispatch_subagents": True})).structured_content
-        assert step["step_kind"] == "dispatch_review", step
+        await _first_dispatch(client)
     files, edges, log = manifest_of(artifacts)
     assert "read by 2 processes" in log
     assert files == alone_files and edges == alone_edges
@@ -166,8 +172,7 @@ async def test_a_server_whose_helper_died_reads_every_file_itself(
         helper = _helper_of(artifacts)
         server = _parent(helper)
         os.kill(helper, signal.SIGKILL)
-        step = (await client.call_tool("next_step", {"host_can_dispatch_subagents": True})).structured_content
-        assert step["step_kind"] == "dispatch_review", step
+        await _first_dispatch(client)
         assert _children(server) == []  # the dead helper was reaped, not left a zombie
     files, edges, log = manifest_of(artifacts)
     assert "read by 2 processes" not in log

@@ -21,7 +21,7 @@ from audit_mcp.surfaces.cli import main
 from audit_mcp.surfaces.server import build_server
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer, git
-from tests.driving import first_review
+from tests.driving import call_ok, first_review
 
 START = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -34,13 +34,6 @@ class FakeClock:
         return self.now
 
 
-async def _call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
 async def _plan(client: Client, run_id: str) -> dict[str, Any]:
     result = await client.read_resource(f"audit://runs/{run_id}/dispatch-plan")
     return json.loads(result.contents[0].text)  # type: ignore[union-attr]
@@ -48,7 +41,7 @@ async def _plan(client: Client, run_id: str) -> dict[str, Any]:
 
 async def _clean_run(client: Client, reviewer: ScriptedReviewer, plan: dict[str, Any]) -> None:
     for packet in plan["packets"]:
-        receipt = await _call(
+        receipt = await call_ok(
             client,
             "submit_packet",
             {
@@ -64,7 +57,7 @@ async def _clean_run(client: Client, reviewer: ScriptedReviewer, plan: dict[str,
             },
         )
         assert receipt["accepted"], receipt["errors"]
-    await _call(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
+    await call_ok(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
 
 
 # Limits the account really has (configured): the host's four slots, not the limits, set the first width.
@@ -85,19 +78,19 @@ async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
     )
     clock = FakeClock()
     async with Client(build_server(repo, clock=clock)) as client:
-        await _call(client, "next_step", {"root": str(repo)})
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
+        await call_ok(client, "next_step", {"root": str(repo)})
+        step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
         assert step["step_kind"] == "dispatch_review"
         assert step["forecast"]["packets"] == step["packets_outstanding"] >= 6
         assert step["forecast"]["waves"] == len(step["waves"]) and step["forecast"]["seconds_high"] > 0
         first = await _plan(client, step["run_id"])
         assert first["wave_size"] == 4 and first["launch_order"] == [p["packet_id"] for p in first["packets"]]
-        before = await _call(client, "quota_status", {})
+        before = await call_ok(client, "quota_status", {})
         assert before["learned"]["last_429_at"] is None
         # Every cell is out in the open run: nothing is left to forecast, and the packets shown are its own.
         assert before["forecast"]["packets"] == 0 and before["schedule"]["launch_order"] == first["launch_order"]
 
-        await _call(
+        await call_ok(
             client,
             "merge_and_ingest",
             {
@@ -108,14 +101,14 @@ async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
                 ],
             },
         )
-        quota = await _call(client, "quota_status", {})
+        quota = await call_ok(client, "quota_status", {})
         assert quota["learned"]["last_429_at"] == "2026-11-30T12:00:00Z"
         assert quota["learned"]["cooldown_until"] == "2026-11-30T12:00:45Z"
         # One decrease for the wave, however many of its packets failed.
         assert quota["learned"]["max_safe_concurrency"] == 2 and quota["schedule"]["wave_size"] <= 2
         assert quota["learned_state_path"].startswith(str(repo.parent))
 
-        step = await _call(client, "next_step", {})
+        step = await call_ok(client, "next_step", {})
         second = await _plan(client, step["run_id"])
         assert second["wave_size"] <= 2 < first["wave_size"]
         assert second["cooldown_until"] == "2026-11-30T12:00:45Z"
@@ -126,19 +119,19 @@ async def test_a_throttled_wave_narrows_the_next_and_clean_waves_widen_it_back(
 
         clock.now = START + timedelta(minutes=10)
         await _clean_run(client, reviewer, second)
-        quota = await _call(client, "quota_status", {})
+        quota = await call_ok(client, "quota_status", {})
         # Each clean, well-used wave adds one: the run's waves of two widen it back to the host's four.
         assert quota["learned"]["max_safe_concurrency"] > 2 and quota["learned"]["cooldown_until"] is None
         assert quota["learned"]["max_safe_concurrency"] <= 4
 
-        step = await _call(client, "next_step", {})
+        step = await call_ok(client, "next_step", {})
         assert step["step_kind"] == "present_report"
         clock.now = START + timedelta(minutes=20)
-        step = await _call(client, "next_step", {"new_audit": True})
+        step = await call_ok(client, "next_step", {"new_audit": True})
         third = await _plan(client, step["run_id"])
         assert third["wave_size"] > second["wave_size"] and third["cooldown_until"] is None
         await _clean_run(client, reviewer, third)
-        quota = await _call(client, "quota_status", {})
+        quota = await call_ok(client, "quota_status", {})
         assert quota["learned"]["max_safe_concurrency"] == 4 and quota["learned"]["clean_runs"] == 2
 
 
@@ -149,14 +142,14 @@ async def test_a_throttled_wave_narrows_the_rest_of_its_own_run(repo: Path, revi
     )
     clock = FakeClock()
     async with Client(build_server(repo, clock=clock)) as client:
-        await _call(client, "next_step", {"root": str(repo)})
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
+        await call_ok(client, "next_step", {"root": str(repo)})
+        step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
         plan = await _plan(client, step["run_id"])
         ids = [p["packet_id"] for p in plan["packets"]]
         assert plan["wave_size"] == 4 and len(ids) >= 6
         # The first wave: one packet fails rate-limited, reported between waves; the rest wait.
         failed = {"packet_id": ids[0], "error": 'API Error: 429 {"type":"rate_limit_error"} retry-after: 30'}
-        status = await _call(
+        status = await call_ok(
             client, "plan_status", {"run_id": plan["run_id"], "failures": [failed], "launched": ids[:4]}
         )
         assert status["width"] == 2 < status["planned_width"] == 4 and status["failures_recorded"] == 1
@@ -164,22 +157,22 @@ async def test_a_throttled_wave_narrows_the_rest_of_its_own_run(repo: Path, revi
         assert [w["packet_id"] for w in status["waiting"]] == ids[4:]
         assert "Keep 2 subagent(s) running" in status["next_action"] and "2026-11-30T12:00:30Z" in status["next_action"]
         # Reported again at the merge: remembered, not learned twice.
-        again = await _call(client, "plan_status", {"run_id": plan["run_id"], "failures": [failed]})
+        again = await call_ok(client, "plan_status", {"run_id": plan["run_id"], "failures": [failed]})
         assert again["failures_recorded"] == 0 and again["width"] == 2
         # A host that asks for its step again mid-run is handed the same width and cooldown.
-        resumed = await _call(client, "next_step", {})
+        resumed = await call_ok(client, "next_step", {})
         assert resumed["run_id"] == plan["run_id"] and resumed["wave_size"] == 2
         assert resumed["cooldown_until"] == "2026-11-30T12:00:30Z" and ids[0] not in json.dumps(resumed["waves"])
         for packet in plan["packets"][1:]:
-            receipt = await _call(
+            receipt = await call_ok(
                 client,
                 "submit_packet",
                 {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)},
             )
             assert receipt["accepted"]
-        summary = await _call(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
+        summary = await call_ok(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
         assert summary["packets_failed"] == 1 and summary["failure_kinds"] == {"rate_limited": 1}
-        quota = await _call(client, "quota_status", {})
+        quota = await call_ok(client, "quota_status", {})
         assert quota["learned"]["rate_limited_runs"] == 1 and quota["learned"]["max_safe_concurrency"] == 2
 
 
@@ -194,12 +187,12 @@ async def test_rate_limit_retries_reported_in_usage_narrow_the_next_wave_without
     )
     clock = FakeClock()
     async with Client(build_server(repo, clock=clock)) as client:
-        await _call(client, "next_step", {"root": str(repo)})
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
+        await call_ok(client, "next_step", {"root": str(repo)})
+        step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
         first = await _plan(client, step["run_id"])
         assert first["wave_size"] == 4
         for packet in first["packets"]:  # every packet got through, but a sixth of its calls were refused and retried
-            receipt = await _call(
+            receipt = await call_ok(
                 client,
                 "submit_packet",
                 {
@@ -210,9 +203,9 @@ async def test_rate_limit_retries_reported_in_usage_narrow_the_next_wave_without
                 },
             )
             assert receipt["accepted"], receipt["errors"]
-        summary = await _call(client, "merge_and_ingest", {"run_id": first["run_id"], "failures": []})
+        summary = await call_ok(client, "merge_and_ingest", {"run_id": first["run_id"], "failures": []})
         assert summary["packets_failed"] == 0
-        quota = await _call(client, "quota_status", {})
+        quota = await call_ok(client, "quota_status", {})
         assert quota["learned"]["last_429_at"] == "2026-11-30T12:00:00Z"
         assert quota["learned"]["cooldown_until"] is None  # the host's retries already waited
         assert quota["learned"]["max_safe_concurrency"] == 3 and quota["schedule"]["wave_size"] <= 3
@@ -229,21 +222,21 @@ async def test_throttling_below_a_configured_input_limit_lowers_it_to_what_the_r
         REVIEW_ONLY + 'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY
     )
     async with Client(build_server(repo, clock=FakeClock())) as client:
-        await _call(client, "next_step", {"root": str(repo)})
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
+        await call_ok(client, "next_step", {"root": str(repo)})
+        step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
         plan = await _plan(client, step["run_id"])
         assert plan["wave_size"] == 4 and len(plan["packets"]) >= 6
         for packet in plan["packets"][:4]:  # the first wave
             usage = {"input_tokens": 60_000, "api_calls": 12, "seconds": 600, "rate_limited_calls": 2}
             args = {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
-            assert (await _call(client, "submit_packet", {**args, "usage": usage}))["accepted"]
-        status = await _call(client, "plan_status", {"run_id": plan["run_id"]})
+            assert (await call_ok(client, "submit_packet", {**args, "usage": usage}))["accepted"]
+        status = await call_ok(client, "plan_status", {"run_id": plan["run_id"]})
         # One correction for one cause: the lower limit narrows the rest of the run (400 tokens/s over a 240 s
         # run refill 96,000, and a run of the ~8,700-token packets draws about 55,000: two); no cooldown.
         assert status["width"] == 2 and status["cooldown_until"] is None
         assert status["forecast"]["paced_by"] == "input_tokens_per_minute"
         assert "the throttled runs showed (24,000" in status["forecast"]["pace"]
-        quota = await _call(client, "quota_status", {})
+        quota = await call_ok(client, "quota_status", {})
         itpm = quota["limits"]["input_tokens_per_minute"]
         assert itpm["value"] == 24_000 and itpm["confidence"] == "medium"
         assert itpm["source"].startswith("inferred from throttled runs")
@@ -267,17 +260,17 @@ async def test_throttling_at_two_slots_narrows_to_one_and_a_half_not_one(
     )
     host = {"host_can_dispatch_subagents": True, "host_max_active_subagents": 2, "host_dispatch_mode": mode}
     async with Client(build_server(repo, clock=FakeClock())) as client:
-        await _call(client, "next_step", {"root": str(repo)})
-        first = await _plan(client, (await _call(client, "next_step", host))["run_id"])
+        await call_ok(client, "next_step", {"root": str(repo)})
+        first = await _plan(client, (await call_ok(client, "next_step", host))["run_id"])
         assert first["wave_size"] == 2 and first["schedule"]["capacity"] == 2
         for packet in first["packets"]:
             usage = {"input_tokens": 20_000, "api_calls": 12, "seconds": 600, "rate_limited_calls": 2}
             args = {"run_id": first["run_id"], "packet_id": packet["packet_id"], "usage": usage}
-            receipt = await _call(client, "submit_packet", {**args, "results": reviewer.results(packet)})
+            receipt = await call_ok(client, "submit_packet", {**args, "results": reviewer.results(packet)})
             assert receipt["accepted"], receipt["errors"]
-        await _call(client, "merge_and_ingest", {"run_id": first["run_id"], "failures": []})
-        assert (await _call(client, "next_step", {}))["step_kind"] == "present_report"
-        step = await _call(client, "next_step", {"new_audit": True})
+        await call_ok(client, "merge_and_ingest", {"run_id": first["run_id"], "failures": []})
+        assert (await call_ok(client, "next_step", {}))["step_kind"] == "present_report"
+        step = await call_ok(client, "next_step", {"new_audit": True})
         plan = await _plan(client, step["run_id"])
         prompt = Path(step["prompt_path"]).read_text()
         assert plan["schedule"]["capacity"] == 1.5 and plan["wave_size"] == 2
@@ -306,15 +299,15 @@ async def test_a_trickle_of_retries_reported_in_usage_does_not_narrow_the_wave(
 ) -> None:
     (repo / ".audit-mcp.toml").write_text('lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n' + ROOMY)
     async with Client(build_server(repo, clock=FakeClock())) as client:
-        await _call(client, "next_step", {"root": str(repo)})
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
+        await call_ok(client, "next_step", {"root": str(repo)})
+        step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 4})
         plan = await _plan(client, step["run_id"])
         for packet in plan["packets"]:  # one refused call in fifty: a busy shared key, not this run's pace
             usage = {"input_tokens": 20_000, "api_calls": 50, "seconds": 200, "rate_limited_calls": 1}
             args = {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
-            assert (await _call(client, "submit_packet", {**args, "usage": usage}))["accepted"]
-        await _call(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
-        quota = await _call(client, "quota_status", {})
+            assert (await call_ok(client, "submit_packet", {**args, "usage": usage}))["accepted"]
+        await call_ok(client, "merge_and_ingest", {"run_id": plan["run_id"], "failures": []})
+        quota = await call_ok(client, "quota_status", {})
         assert quota["learned"]["last_429_at"] is not None and quota["learned"]["max_safe_concurrency"] == 4
 
 
@@ -326,8 +319,10 @@ async def test_with_nothing_known_the_first_wave_starts_narrow_and_clean_waves_w
         REVIEW_ONLY + 'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n'
     )
     async with Client(build_server(repo, clock=FakeClock())) as client:
-        await _call(client, "next_step", {"root": str(repo)})
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 16})
+        await call_ok(client, "next_step", {"root": str(repo)})
+        step = await call_ok(
+            client, "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 16}
+        )
         plan = await _plan(client, step["run_id"])
         assert (
             plan["wave_size"] == 2 and plan["schedule"]["slow_start"] and step["forecast"]["paced_by"] == "slow_start"
@@ -337,8 +332,8 @@ async def test_with_nothing_known_the_first_wave_starts_narrow_and_clean_waves_w
         for packet in plan["packets"][:6]:  # clean packets, each reported as it finishes
             usage = {"input_tokens": 8_000, "api_calls": 12, "seconds": 200, "rate_limited_calls": 0}
             args = {"run_id": plan["run_id"], "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
-            assert (await _call(client, "submit_packet", {**args, "usage": usage}))["accepted"]
-            widths.append((await _call(client, "plan_status", {"run_id": plan["run_id"]}))["width"])
+            assert (await call_ok(client, "submit_packet", {**args, "usage": usage}))["accepted"]
+            widths.append((await call_ok(client, "plan_status", {"run_id": plan["run_id"]}))["width"])
         assert widths == sorted(widths) and widths[-1] >= 2 * widths[0] >= 4
 
 
@@ -644,8 +639,8 @@ async def test_each_host_kind_is_told_to_dispatch_the_way_its_plan_was_made(repo
         + 'lenses = ["security", "correctness"]\nmax_packet_tokens = 4000\n[model]\ninput_tokens_per_minute = 40000\n'
     )
     async with Client(build_server(repo, clock=FakeClock())) as client:
-        await _call(client, "next_step", {"root": str(repo)})
-        step = await _call(
+        await call_ok(client, "next_step", {"root": str(repo)})
+        step = await call_ok(
             client,
             "next_step",
             {
@@ -667,7 +662,7 @@ async def test_each_host_kind_is_told_to_dispatch_the_way_its_plan_was_made(repo
             assert (f"`{pid}`: **start at +{at:g}s**" in prompt) is (at > 0)
         assert f"call `plan_status` with `run_id` = `{plan['run_id']}`" in prompt
         assert f"plan-status --root {repo}" in prompt
-        status = await _call(client, "plan_status", {"run_id": plan["run_id"], "launched": order[:width]})
+        status = await call_ok(client, "plan_status", {"run_id": plan["run_id"], "launched": order[:width]})
         assert status["dispatch_mode"] == mode and status["width"] == width
         if mode == "rolling":
             # Full slots refilled as they free: the waves are not balanced, and nobody waits for a wave.
@@ -757,7 +752,7 @@ async def test_the_packets_a_step_does_not_list_are_found_from_the_packet_and_la
     host = {"host_can_dispatch_subagents": True, "host_max_active_subagents": 2, "host_dispatch_mode": mode}
     marker = "are not listed here" if mode == "whole_wave" else "more packet(s), not listed here"
     async with Client(build_server(root, clock=FakeClock())) as client:
-        step = await _call(client, "next_step", host)
+        step = await call_ok(client, "next_step", host)
         run_id = step["run_id"]
         page = await _plan(client, run_id)
         assert page["page"]["packets_total"] == 200 and sum(step["waves"]) == 200
@@ -777,6 +772,6 @@ async def test_the_packets_a_step_does_not_list_are_found_from_the_packet_and_la
             if moment == "dispatch":  # then the first three packets are submitted, and the host asks again
                 for packet in page["packets"][:3]:
                     args = {"run_id": run_id, "packet_id": packet["packet_id"], "results": reviewer.results(packet)}
-                    assert (await _call(client, "submit_packet", args))["accepted"]
-                step = await _call(client, "next_step", host)
+                    assert (await call_ok(client, "submit_packet", args))["accepted"]
+                step = await call_ok(client, "next_step", host)
                 assert step["run_id"] == run_id and len(step["packet_ids"]) == 197
