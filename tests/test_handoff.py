@@ -11,8 +11,7 @@ import pytest
 from mcp import Client
 
 from audit_mcp.surfaces.server import build_server
-from tests.driving import cli
-from tests.test_e2e_mcp import _call
+from tests.driving import call_ok, cli
 from tests.test_headless import headless
 
 NEXT = ("--host-can-dispatch-subagents", "true")
@@ -87,7 +86,7 @@ def test_a_blocked_headless_run_hands_off_the_same_run_command_to_resume(repo: P
 async def test_over_mcp_a_blocked_step_names_its_handoff(repo: Path) -> None:
     (repo / ".audit-mcp.toml").write_text("lenses = ['no-such-lens']\n")
     async with Client(build_server(repo)) as client:
-        step = await _call(client, "next_step", {"host_can_dispatch_subagents": True})
+        step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True})
     assert step["step_kind"] == "blocked"
     doc = json.loads(Path(step["artifact_paths"]["operator_handoff"]).read_text())
     assert doc["resume_tool_call"] == {"tool": "next_step", "arguments": {}}
