@@ -12,7 +12,7 @@ import pytest
 
 from audit_mcp.core.models import Step
 from audit_mcp.surfaces.cli import main
-from audit_mcp.usecases.forecasting import run_tag
+from audit_mcp.usecases import artifacts as artifacts_folder
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import FIXTURES, ScriptedReviewer
 
@@ -20,8 +20,10 @@ Answer = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 
 def run_id(repo: Path, audit: int = 1, run: int = 1, artifacts: Path | None = None) -> str:
-    """The id the audit gives run ``run`` of audit ``audit`` in ``repo`` (its artifacts directory's tag included)."""
-    return f"A{audit}-R{run}-{run_tag((artifacts or repo / '.audit-mcp').resolve())}"
+    """The id the audit gives run ``run`` of audit ``audit`` in ``repo``: the tag of its artifacts directory's
+    random binding included (made here, as the audit would, when the directory does not exist yet)."""
+    chosen = artifacts_folder.choose(repo.resolve(), artifacts.resolve() if artifacts else None)
+    return f"A{audit}-R{run}-{artifacts_folder.run_tag(artifacts_folder.ensure(chosen))}"
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:

@@ -1,7 +1,8 @@
 """A headless worker for tests: reviews its packet honestly from the fixture's answer key and submits
 through the CLI, as a real worker would. Behaviour switches (environment):
 
-- SCRIPTED_WORKER_STATE: a folder where it leaves `<packet_id>.started` / `.done` markers;
+- SCRIPTED_WORKER_STATE: a folder where it leaves `<packet_id>.started` / `.done` markers, and its working
+  directory in `<packet_id>.cwd`;
 - SCRIPTED_WORKER_429: part of a packet id; those packets fail with a provider's rate-limit text instead;
 - SCRIPTED_WORKER_HANG_AFTER: hang (until `release` appears in the state folder, at most 30 s) once this
   many packets are done;
@@ -54,6 +55,7 @@ def main() -> int:
     state = Path(env["SCRIPTED_WORKER_STATE"]) if env.get("SCRIPTED_WORKER_STATE") else None
     if state:
         (state / f"{args.packet}.started").touch()
+        (state / f"{args.packet}.cwd").write_text(str(Path.cwd()))
     if env.get("SCRIPTED_WORKER_AUTH"):
         print("Invalid API key · Please run /login", file=sys.stderr)
         return 1
@@ -73,8 +75,9 @@ def main() -> int:
     plan = json.loads(Path(args.plan).read_text())
     packet = next(p for p in plan["packets"] if p["packet_id"] == args.packet)
     assert Path(args.prompt).is_file() and packet["prompt_path"] == args.prompt
-    results = Path(env["AUDIT_MCP_ARTIFACTS_DIR"]) / "runs" / args.run / "results" / f"{args.packet}.json"
-    assert str(results) == env["AUDIT_MCP_RESULTS_PATH"] and results.parent.is_dir()
+    results = Path(env["AUDIT_MCP_RESULTS_PATH"])  # its name carries a token sealed with the user's key
+    assert results.parent == Path(env["AUDIT_MCP_ARTIFACTS_DIR"]) / "runs" / args.run / "results"
+    assert results.name.startswith(f"{args.packet}.") and results.parent.is_dir()
     answer = AnswerKeyReviewer(answer_key(), decoys=False).results(packet)
     broken = env.get("SCRIPTED_WORKER_BREAK")
     if broken and broken in args.packet:

@@ -24,7 +24,8 @@ def _plan(step: dict[str, Any]) -> dict[str, Any]:
 
 
 def _results_path(repo: Path, run_id: str, packet_id: str) -> Path:
-    return repo / ".audit-mcp" / "runs" / run_id / "results" / f"{packet_id}.json"
+    """The name the packet's prompt gives its results file (it carries a token sealed with the user's key)."""
+    return AuditService(repo).results_path(run_id, packet_id)
 
 
 def _ledger(repo: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
@@ -54,7 +55,7 @@ def test_a_results_file_written_but_never_submitted_is_merged_as_the_packets_sub
     assert summary["packets_merged"] == len(plan["packets"]) and summary["packets_failed"] == 0
     assert summary["tasks_requeued"] == 0
     entry = next(e for e in _ledger(repo, capsys) if first["packet_id"] in e["detail"] and "from file" in e["detail"])
-    assert f"ingested from file runs/{plan['run_id']}/results/{first['packet_id']}.json" in entry["detail"]
+    assert f"ingested from file runs/{plan['run_id']}/results/{path.name}" in entry["detail"]
     assert entry["outcome"] == "accepted"
     finish(AuditService(repo))  # the verification run
     _, step = cli(capsys, "next-step", "--root", root)
@@ -212,7 +213,8 @@ def test_a_worker_whose_file_is_refused_is_reported_and_its_packet_handed_out_ag
     assert "evidence" in result["failed_packets"][first]
     prompt = next((repo / f".audit-mcp/runs/{run_id(repo, 1, 3)}/packets").glob("*.md")).read_text()
     earlier = " ".join(prompt[prompt.index("## Earlier attempts") : prompt.index("## Submit")].split())
-    assert f"invalid_results: the results file runs/{run_id(repo, 1, 2)}/results/{first}.json was refused" in earlier
+    shown = f"runs/{run_id(repo, 1, 2)}/results/{_results_path(repo, run_id(repo, 1, 2), first).name}"
+    assert f"invalid_results: the results file {shown} was refused" in earlier
     assert "/results/0/findings/0/evidence: the evidence does not appear in" in earlier
 
 

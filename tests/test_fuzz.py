@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from audit_mcp.core.errors import AuditError
 from audit_mcp.store.sqlite import DB_FILENAME
+from audit_mcp.usecases.artifacts import bind
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer
 from tests.driving import finish, first_review
@@ -228,6 +229,7 @@ def test_fuzzed_failure_reports_never_crash_and_a_merge_is_all_or_nothing(
     @given(failures=st.one_of(st.lists(failure, max_size=4), st.lists(JSON, max_size=3), DEEP.map(lambda d: [d]), JSON))
     def check(failures: Any) -> None:
         artifacts = Path(tempfile.mkdtemp(dir=tmp_path))
+        bind(artifacts)  # the user's own folder, sealed as audit-mcp's; the database copied in is then theirs
         shutil.copy(template, artifacts / DB_FILENAME)
         fresh = AuditService(repo, artifacts)
         before = _snapshot(fresh)

@@ -18,6 +18,27 @@ from pathlib import Path
 SCRIPT = "audit-mcp.exe" if os.name == "nt" else "audit-mcp"
 
 
+def trusted_path(root: Path | None = None) -> str:
+    """``PATH`` without the entries a checkout could plant a program in: empty and relative ones (they name
+    the working directory, which may be the repository) and, given the audited ``root``, those inside it."""
+    real_root = root.resolve() if root is not None else None
+    kept = []
+    for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        if not entry or not Path(entry).is_absolute():
+            continue
+        if real_root is not None:
+            place = Path(entry).resolve()
+            if place == real_root or real_root in place.parents:
+                continue
+        kept.append(entry)
+    return os.pathsep.join(kept)
+
+
+def find_program(name: str, root: Path | None = None) -> str | None:
+    """The absolute path of program ``name`` on the trusted ``PATH`` (``trusted_path``), or ``None``."""
+    return shutil.which(name, path=trusted_path(root))
+
+
 @cache
 def audit_mcp_command() -> tuple[str, ...]:
     """The argv prefix that runs this installation's CLI from any working directory and any ``PATH``."""
@@ -28,7 +49,7 @@ def audit_mcp_command() -> tuple[str, ...]:
     beside = Path(sys.executable).absolute().parent / SCRIPT
     if beside.is_file():
         return (str(beside),)
-    found = shutil.which("audit-mcp")
+    found = find_program(SCRIPT)
     if found:
         return (str(Path(found).absolute()),)
     return (str(Path(sys.executable).absolute()), "-m", "audit_mcp")

@@ -79,6 +79,11 @@ class Step(_Model):
     )
     coverage: dict[str, int] = Field(default_factory=dict)
     completeness: str = "unknown"
+    notices: list[str] = Field(
+        default_factory=list,
+        description="What the user must be told, whatever the step: e.g. an artifacts folder that came with the "
+        "checkout and was not read.",
+    )
     obligations: dict[str, dict[str, int]] = Field(
         default_factory=dict,
         description="Cells by obligation (context: the threat model; review; verify: second opinions) and state.",
@@ -154,6 +159,11 @@ class MergeSummary(_Model):
     invalid_results_files: dict[str, str] = Field(
         default_factory=dict,
         description="Packets whose results file was refused, with its errors; they are handed out again.",
+    )
+    unissued_results_files: list[str] = Field(
+        default_factory=list,
+        description="Files in the run's results folder that no packet was told to write (not a name a packet "
+        "prompt gave): never read. Something other than this audit's reviewers put them there.",
     )
     waiting_packets: int = Field(
         default=0,

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from audit_mcp.core.errors import ConfigError
+from audit_mcp.core.executable import find_program, trusted_path
 
 TIMEOUT_SECONDS = 120.0
 MAX_DRIVERS = 256  # filter and diff drivers neutralised one by one; a config naming more is refused
@@ -118,15 +119,23 @@ class GitReader:
         self.timeout = timeout
         self._runner = runner
         self._overrides: list[tuple[str, str]] | None = None
+        self._git: str | None = None
 
     def _exec(self, args: Sequence[str], overrides: Sequence[tuple[str, str]]) -> subprocess.CompletedProcess[bytes]:
+        if self._git is None:
+            # Never a git the repository ships: found on PATH without its empty, relative and in-root entries.
+            self._git = find_program("git", self.root)
+            if self._git is None:
+                raise FileNotFoundError("git")
+        env = hardened_env(overrides)
+        env["PATH"] = trusted_path(self.root)
         return self._runner(
-            ["git", "--no-pager", "-C", str(self.root), *args],
+            [self._git, "--no-pager", "-C", str(self.root), *args],
             capture_output=True,
             check=False,
             stdin=subprocess.DEVNULL,
             timeout=self.timeout,
-            env=hardened_env(overrides),
+            env=env,
         )
 
     def overrides(self) -> list[tuple[str, str]]:
@@ -153,6 +162,15 @@ class GitReader:
         if proc.returncode != 0:
             raise ConfigError(f"cannot {what}: {proc.stderr.decode(errors='replace').strip()[:500]}")
         return proc.stdout
+
+    def tracks_under(self, rel: str) -> bool:
+        """Whether the index lists any file under ``rel`` (one git call; ``False`` outside a repository).
+        Listing the index runs no driver the repository could name, so the base hardening is enough."""
+        try:
+            proc = self._exec(["ls-files", "-z", "--", rel], [*HARDENING, ("safe.directory", str(self.root))])
+        except (FileNotFoundError, subprocess.TimeoutExpired):
+            return False
+        return proc.returncode == 0 and bool(proc.stdout.strip(b"\0"))
 
     def work_tree(self) -> Path | None:
         """The work tree git would use for the root, when it is the root or holds it; else ``None``.

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp.core.escape import md_block, md_code, md_fence, md_inline
+from audit_mcp.core.userstate import state_arguments
 from audit_mcp.engine.overview import Overview
 from audit_mcp.engine.packet_prompts import previous_attempts
 from audit_mcp.engine.templates import render
@@ -90,7 +91,7 @@ def _submit(
 ) -> str:
     """The submit section: ``command`` runs audit-mcp (by absolute path: the subagent's shell may not have it
     on its PATH); the shell fallback writes to ``results_path``, whose folder dispatch creates."""
-    arguments = [*("submit-packet", "--root", str(root), "--artifacts-dir", str(artifacts_dir))]
+    arguments = [*("submit-packet", "--root", str(root), "--artifacts-dir", str(artifacts_dir)), *state_arguments()]
     arguments += ["--run-id", run_id, "--packet-id", packet_id, "--results", str(results_path)]
     cli = " ".join(shlex.quote(part) for part in (*command, *arguments))
     return render(

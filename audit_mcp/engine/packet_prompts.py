@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from audit_mcp.core.escape import md_code, md_inline
+from audit_mcp.core.userstate import state_arguments
 from audit_mcp.engine.graph import ImportGraph
 from audit_mcp.engine.lenses import Lens
 from audit_mcp.engine.packets import PacketPlan
@@ -162,7 +163,7 @@ def render_packet_prompt(
     have it on its PATH); the shell fallback writes to ``results_path``, whose folder dispatch creates."""
     cells = plan.cells
     file_table, chunk_notes = _file_table(plan, files)
-    arguments = [*("submit-packet", "--root", str(root), "--artifacts-dir", str(artifacts_dir))]
+    arguments = [*("submit-packet", "--root", str(root), "--artifacts-dir", str(artifacts_dir)), *state_arguments()]
     arguments += ["--run-id", run_id, "--packet-id", packet_id, "--results", str(results_path)]
     cli = " ".join(shlex.quote(part) for part in (*command, *arguments))
     assignment = render(

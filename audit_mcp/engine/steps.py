@@ -9,6 +9,7 @@ from typing import Any
 
 from audit_mcp.core.escape import md_block, md_code
 from audit_mcp.core.models import HostCapabilities, Step
+from audit_mcp.core.userstate import state_arguments
 from audit_mcp.engine.dispatch_rules import opening, rolling_rules, whole_wave_rules
 from audit_mcp.engine.launch_lists import Launch, plan_reading, queue_table, waves_table
 from audit_mcp.engine.obligation_lines import KIND_NOTES, forecast_line, obligations_line
@@ -45,7 +46,7 @@ class StepContext:
 
 
 def _cli(ctx: StepContext, verb: str, *args: str) -> str:
-    base = [*ctx.command, verb, "--root", str(ctx.root), "--artifacts-dir", str(ctx.artifacts_dir)]
+    base = [*ctx.command, verb, "--root", str(ctx.root), "--artifacts-dir", str(ctx.artifacts_dir), *state_arguments()]
     return " ".join([*(shlex.quote(part) for part in base), *args])
 
 

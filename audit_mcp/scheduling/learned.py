@@ -17,7 +17,6 @@ database at all is worked around the same way.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import asdict, fields
 from datetime import UTC, datetime, timedelta
@@ -27,6 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from audit_mcp.core.errors import StateError
+from audit_mcp.core.userstate import state_dir
 from audit_mcp.scheduling.learning import MAX_LEARNED_CAP
 from audit_mcp.scheduling.profile import Learned
 from audit_mcp.scheduling.ratelimits import MAX_QUOTED_LIMIT, MAX_WAIT_SECONDS
@@ -105,12 +105,8 @@ class LearnedDoc(BaseModel):
 
 
 def learned_state_path() -> Path:
-    """Where learned rate-limit state lives: per user, outside any repository."""
-    base = os.environ.get("AUDIT_MCP_STATE_DIR")
-    if base:
-        return Path(base).expanduser() / STATE_FILENAME
-    xdg = os.environ.get("XDG_STATE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "audit-mcp" / STATE_FILENAME
+    """Where learned rate-limit state lives: per user, outside any repository (``core.userstate``)."""
+    return state_dir() / STATE_FILENAME
 
 
 def state_key(provider: str, model: str) -> str:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from audit_mcp.core.errors import ConfigError, NotFoundError, StateError
 from audit_mcp.store.sqlite import DB_FILENAME
+from audit_mcp.usecases import artifacts
 from audit_mcp.usecases.service import AuditService
-from audit_mcp.usecases.workspace import ARTIFACTS_DIRNAME, Clock
+from audit_mcp.usecases.workspace import Clock
 
 
 class Registry:
@@ -69,8 +70,8 @@ class Registry:
         return bool(self._store[0] or os.environ.get("AUDIT_MCP_STORE", "").strip())
 
     def _database(self, root: Path) -> Path:
-        base = self._artifacts_dir if root == self.default_root and self._artifacts_dir else root / ARTIFACTS_DIRNAME
-        return Path(base).expanduser().resolve() / DB_FILENAME
+        explicit = self._artifacts_dir if root == self.default_root and self._artifacts_dir else None
+        return artifacts.choose(root, Path(explicit).expanduser().resolve() if explicit else None).path / DB_FILENAME
 
     def holder(self, run_id: str) -> AuditService | None:
         """The service whose audit holds ``run_id``; ``None`` when no served root has it. Roots that have no

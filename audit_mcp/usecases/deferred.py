@@ -1,8 +1,10 @@
 """Deferred results: a results file written at a packet's documented path counts, even if never submitted.
 
 A reviewer that can write files but not run a command, a worker that ran out of turns after writing its
-answer, or a worker killed right after it: each leaves ``runs/<run_id>/results/<packet_id>.json`` under the
-artifacts directory. Before a run is merged (and whenever ``next_step`` looks at a run in flight), every
+answer, or a worker killed right after it: each leaves ``runs/<run_id>/results/<packet_id>.<token>.json``
+under the artifacts directory, the name its prompt gave it (the token is sealed with the user's key, so no
+one who was not given the prompt can name the file; any other file there is never read, and the merge
+names it). Before a run is merged (and whenever ``next_step`` looks at a run in flight), every
 such file of a packet without an accepted submission is checked and recorded exactly as ``submit_packet``
 would: a valid one becomes the packet's submission (the ledger says "ingested from file"). At merge time
 an invalid one is reported with its errors, and the packet is handed out again with them in its prompt;
@@ -11,6 +13,7 @@ before that it is left alone, since its writer may still be at work.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,9 +34,10 @@ class DeferredIngest:
 
     ingested: list[str] = field(default_factory=list)  # packet ids recorded from their files
     refused: dict[str, str] = field(default_factory=dict)  # packet id -> what is wrong with its file
+    unissued: list[str] = field(default_factory=list)  # files in the results folder no packet was told to write
 
 
-__all__ = ["INVALID_RESULTS", "DeferredIngest", "ingest_deferred", "ingest_file", "read_results_file"]
+__all__ = ["INVALID_RESULTS", "DeferredIngest", "ingest_deferred", "ingest_file", "read_results_file", "unissued_files"]
 
 
 def read_results_file(path: Path) -> tuple[bytes | None, str | None]:
@@ -82,7 +86,10 @@ def ingest_deferred(ws: Workspace, run_id: str, *, final: bool) -> DeferredInges
         if run is None or run.state != "open":
             return out
         submitted = tx.submitted_packet_ids(run_id)
-        waiting = [p.packet_id for p in tx.packets(run_id) if p.packet_id not in submitted]
+        packet_ids = [p.packet_id for p in tx.packets(run_id)]
+        waiting = [p for p in packet_ids if p not in submitted]
+    if final:
+        out.unissued = unissued_files(ws, run_id, packet_ids)
     for packet_id in waiting:
         path = ws.results_path(run_id, packet_id)
         if not (path.exists() or path.is_symlink()):
@@ -92,7 +99,7 @@ def ingest_deferred(ws: Workspace, run_id: str, *, final: bool) -> DeferredInges
             out.ingested.append(packet_id)
         elif final:
             out.refused[packet_id] = f"the results file {_shown(ws, path)} was refused: {refusal_text(receipt)}"
-    if out.refused:
+    if out.refused or out.unissued:
         with ws.store.write() as tx:
             for packet_id, text in out.refused.items():
                 tx.log(
@@ -103,7 +110,34 @@ def ingest_deferred(ws: Workspace, run_id: str, *, final: bool) -> DeferredInges
                     detail=f"{packet_id}: {text[:600]}",
                     outcome="refused",
                 )
+            if out.unissued:
+                tx.log(
+                    now=ws.now(),
+                    audit_id=run.audit_id,
+                    actor="engine",
+                    action="ingest_results_file",
+                    detail=f"not read, no packet of this run was told to write them: {', '.join(out.unissued)[:600]}",
+                    outcome="refused",
+                )
     return out
+
+
+MAX_UNISSUED_LISTED = 50
+
+
+def unissued_files(ws: Workspace, run_id: str, packet_ids: list[str]) -> list[str]:
+    """The files in the run's results folder that are not the results file of one of its packets (each
+    packet's name carries a sealed token, so a planted file cannot match): never read, only named."""
+    folder = ws.results_dir(run_id)
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(entry.name for entry in entries if not entry.name.startswith("."))
+    except OSError:
+        return []
+    issued = {ws.results_path(run_id, p).name for p in packet_ids}
+    strays = [name for name in names if name not in issued]
+    shown = [_shown(ws, folder / name) for name in strays[:MAX_UNISSUED_LISTED]]
+    return shown + ([f"... and {len(strays) - MAX_UNISSUED_LISTED} more"] if len(strays) > MAX_UNISSUED_LISTED else [])
 
 
 def _shown(ws: Workspace, path: Path) -> str:

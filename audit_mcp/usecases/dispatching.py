@@ -102,6 +102,9 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
             tx.assign_run_cells(audit.audit_id, run_id, cells, now)
             for wave in range(1, len(plan_doc["waves"]) + 1):
                 prompts.write(ws.wave_path(run_id, wave), json.dumps(wave_doc(plan_doc, wave), indent=2) + "\n")
+        for spec in specs:
+            if spec.packet_id in first:
+                ws.note_written(spec.prompt_path)
         if ws.store.dialect != "postgresql":  # a shared store leases each packet when a host claims it
             tx.lease_packets(run_id, plan_doc["lease_expires_at"])
         units = {s.packet_id: len(s.plan.units) for s in specs}

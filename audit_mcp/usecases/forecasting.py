@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from audit_mcp.core.config import SessionConfig
@@ -38,12 +37,6 @@ from audit_mcp.usecases.workspace import Workspace
 if TYPE_CHECKING:
     from audit_mcp.engine.packets import PacketPlan
     from audit_mcp.usecases.packing import Packed
-
-
-def run_tag(artifacts_dir: Path) -> str:
-    """Six hex digits naming the artifacts directory, so run ids never repeat across roots (one server may
-    serve several) and every call that names a run can be routed to the root that issued it."""
-    return hashlib.sha256(str(artifacts_dir).encode("utf-8", "surrogateescape")).hexdigest()[:6]
 
 
 class Sized(NamedTuple):
@@ -151,7 +144,7 @@ def plan_next_run(
     budget = packet_token_budget(limits, learned, config.max_packet_tokens, caps.max_active_subagents)
     limit = 1 if single else config.max_packets_per_run
     seq = len(tx.runs(audit.audit_id, plan=False)) + 1
-    run_id = f"A{audit.audit_id}-R{seq}-{run_tag(ws.artifacts_dir)}"
+    run_id = f"A{audit.audit_id}-R{seq}-{ws.run_tag}"
     specs: list[PacketSpec] = []
     packed: Packed | None = None
     prefix = ""

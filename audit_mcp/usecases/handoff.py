@@ -15,6 +15,7 @@ from typing import Any
 from audit_mcp.core.escape import md_block, md_code, md_fence
 from audit_mcp.core.fs import write_atomic
 from audit_mcp.core.models import Step
+from audit_mcp.core.userstate import state_arguments
 from audit_mcp.engine.templates import render
 from audit_mcp.usecases.workspace import Workspace
 
@@ -50,11 +51,19 @@ def update_handoff(ws: Workspace, step: Step, *, command: list[str] | None = Non
 def _document(
     ws: Workspace, step: Step, stored: bool, command: list[str] | None, audit_id: int | None
 ) -> dict[str, Any]:
-    base = ["audit-mcp", "next-step", "--root", str(ws.root), "--artifacts-dir", str(ws.artifacts_dir)]
+    base = [
+        "audit-mcp",
+        "next-step",
+        "--root",
+        str(ws.root),
+        "--artifacts-dir",
+        str(ws.artifacts_dir),
+        *state_arguments(),
+    ]
     argv = _resumable(command, started=audit_id is not None) if command else base
     if stored and RETRY not in argv:
         argv.append(RETRY)  # the blocker is recorded: resuming must say it is fixed
-    where = ["--root", str(ws.root), "--artifacts-dir", str(ws.artifacts_dir)]
+    where = ["--root", str(ws.root), "--artifacts-dir", str(ws.artifacts_dir), *state_arguments()]
     todo = [
         "Fix the cause that what_happened names; it says how.",
         "The blocker is recorded in the audit, so the resume command says it is fixed (--retry-blocked)."

@@ -186,6 +186,7 @@ def merge_and_ingest(
         failure_kinds=outcome.kinds,
         ingested_from_files=deferred.ingested,
         invalid_results_files=deferred.refused,
+        unissued_results_files=deferred.unissued,
         worker_output=told,
         coverage=totals(counts),
         completeness=completeness(counts),

@@ -123,35 +123,31 @@ def prompts_ahead(waves: Sequence[int]) -> int:
 
 
 def write_prompts(ws: Workspace, run_id: str, packet_ids: Sequence[str]) -> None:
-    """Write the prompt files of ``packet_ids`` this host has not written yet, rendered from the store.
+    """Write the prompt files of ``packet_ids``, rendered from the store, before a host is told to launch them.
 
     Dispatch writes the prompts of a run's first waves only; the calls a host makes between launches
-    (``plan_status``, ``next_step``, a wave's launch list) write those of the packets it launches next.
-    Each file is written whole or not at all, so a crash never leaves a subagent half a prompt.
+    (``plan_status``, ``next_step``, a wave's launch list) write those of the packets it launches next. A
+    prompt file is never trusted for what it holds: unless this process wrote it and it has not changed
+    since (``Workspace.wrote``), it is rendered again and rewritten when it differs. Each file is written
+    whole or not at all, so a crash never leaves a subagent half a prompt.
     """
-    missing = [p for p in packet_ids if not ws.packet_prompt_path(run_id, p).is_file()]
-    if not missing:
+    stale = [p for p in packet_ids if not ws.wrote(ws.packet_prompt_path(run_id, p))]
+    if not stale:
         return
     with ws.store.read() as tx:
-        texts = render_packets(ws, tx, run_id, missing)
+        texts = render_packets(ws, tx, run_id, stale)
     for packet_id, text in texts.items():
-        write_atomic(ws.packet_prompt_path(run_id, packet_id), text)
+        ws.write_rendered(ws.packet_prompt_path(run_id, packet_id), text)
 
 
 def packet_prompt_text(ws: Workspace, run_id: str, packet_id: str) -> str:
-    """The packet's prompt: this host's file when it has one, else rendered from the store for this checkout."""
-    path = ws.packet_prompt_path(run_id, packet_id)
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
+    """The packet's prompt, rendered from the store for this checkout (a file on disk is never read back)."""
     with ws.store.read() as tx:
         return render_packet(ws, tx, run_id, packet_id)
 
 
 def plan_text(ws: Workspace, run_id: str) -> str:
-    """The run's dispatch plan: this host's file when it has one, else the plan the store keeps."""
-    path = ws.plan_path(run_id)
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
+    """The run's dispatch plan as the store keeps it (a file on disk is never read back)."""
     with ws.store.read() as tx:
         run = tx.run(run_id)
     if run is None:

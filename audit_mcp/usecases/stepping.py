@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from audit_mcp.core.config import SessionConfig
+from audit_mcp.core.escape import md_inline
 from audit_mcp.core.executable import audit_mcp_command
 from audit_mcp.core.fs import write_atomic
 from audit_mcp.core.models import HostCapabilities, Step
@@ -137,6 +138,13 @@ def _wait(ws: Workspace, run_id: str, holding: claiming.Holding) -> tuple[str, s
 def write_step(ws: Workspace, ctx: StepContext) -> Step:
     """Render the Step and its prompt, and write both where hosts that read files find them."""
     step, prompt = render_step(ctx, ws.step_prompt_path)
+    if ws.passed_over:
+        notice = (
+            f"{ws.passed_over}. This audit's state is in {ws.artifacts_dir} instead; nothing the checkout ships "
+            "is trusted as audit state."
+        )
+        step = step.model_copy(update={"notices": [notice]})
+        prompt = f"> **Tell the user:** {md_inline(notice)}\n\n{prompt}"
     write_atomic(ws.step_prompt_path, prompt)
     write_atomic(ws.step_json_path, step.model_dump_json(indent=2) + "\n")
     update_handoff(ws, step)  # written for a blocked step, removed for any other

@@ -14,8 +14,9 @@ from typing import Any
 from audit_mcp.store.backends import open_store
 from audit_mcp.store.identity import RepoIdentity, store_kind
 from audit_mcp.store.migrations import MIGRATIONS
+from audit_mcp.usecases import artifacts as artifacts_folder
 from audit_mcp.usecases.identity import repo_identity
-from audit_mcp.usecases.workspace import ARTIFACTS_DIRNAME, store_settings
+from audit_mcp.usecases.workspace import store_settings
 
 
 def store_command(
@@ -29,8 +30,11 @@ def store_command(
 ) -> dict[str, Any]:
     root = root.expanduser().resolve()
     url, name = store_settings(root, config_path, store, audit_name)
-    artifacts = artifacts_dir.expanduser().resolve() if artifacts_dir else root / ARTIFACTS_DIRNAME
+    chosen = artifacts_folder.choose(root, artifacts_dir.expanduser().resolve() if artifacts_dir else None)
+    artifacts = chosen.path
     shared = store_kind(url) == "postgresql"
+    if not shared and action != "status":
+        artifacts_folder.ensure(chosen)  # the database goes into a folder sealed as this user's
     identity = repo_identity(root, name) if shared else None
 
     def identify() -> RepoIdentity:

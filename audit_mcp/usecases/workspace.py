@@ -17,19 +17,22 @@ from typing import TYPE_CHECKING
 from audit_mcp.core.config import SessionConfig, load_config
 from audit_mcp.core.errors import ConfigError, NotFoundError, PathError
 from audit_mcp.core.fs import resolve_inside, write_atomic
+from audit_mcp.core.userstate import seal
 from audit_mcp.scheduling.learned import LearnedStore
 from audit_mcp.store.backends import Store, open_store, shared_documents
 from audit_mcp.store.identity import store_kind
 from audit_mcp.store.records import AuditRow, FileRow, RunRow
 from audit_mcp.store.sqlite import DB_FILENAME
 from audit_mcp.store.tx import Tx
+from audit_mcp.usecases import artifacts
+from audit_mcp.usecases.artifacts import ARTIFACTS_DIRNAME
 from audit_mcp.usecases.identity import repo_identity
 from audit_mcp.usecases.memo import Memo
 
 if TYPE_CHECKING:
     import httpx  # imported where a probe is made, never at start
 
-ARTIFACTS_DIRNAME = ".audit-mcp"
+__all__ = ["ARTIFACTS_DIRNAME", "Clock", "Workspace", "iso", "store_settings"]
 
 Clock = Callable[[], datetime]
 
@@ -55,6 +58,20 @@ def store_settings(
     return store, audit_name
 
 
+def _require_utf8(path: Path, what: str) -> None:
+    """Refuse a path whose name is not UTF-8: prompts, commands, JSON and the store hold it as text."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise ConfigError(
+            f"{what} {shown} has a name that is not UTF-8 (shown with \\x escapes); prompts, shell commands and "
+            "reports carry it as text, which must be UTF-8. Move or clone the repository to a folder whose path is "
+            "UTF-8 and audit it there."
+        ) from None
+
+
 class Workspace:
     """A repository root and everything the audit keeps about it."""
 
@@ -70,13 +87,17 @@ class Workspace:
         audit_name: str | None = None,
     ) -> None:
         self.root = Path(root).expanduser().resolve()
+        _require_utf8(self.root, "the repository root")
         if not self.root.is_dir():
             raise ConfigError(f"the repository root {self.root} is not a directory; pass an existing folder")
-        self.artifacts_dir = (
-            Path(artifacts_dir).expanduser().resolve() if artifacts_dir else (self.root / ARTIFACTS_DIRNAME)
+        # The checkout's own .audit-mcp is read only when this user's audit-mcp made it here (``artifacts``).
+        self._artifacts = artifacts.choose(
+            self.root, Path(artifacts_dir).expanduser().resolve() if artifacts_dir else None
         )
-        if self.artifacts_dir == self.root:
-            raise ConfigError("the artifacts directory cannot be the repository root; pick a subfolder")
+        self.artifacts_dir = self._artifacts.path
+        _require_utf8(self.artifacts_dir, "the artifacts directory")
+        self.passed_over = self._artifacts.passed_over
+        self._binding: str | None = None
         self.config_path = config_path
         self._clock: Clock = clock or (lambda: datetime.now(UTC))
         # The artifacts directory and its database are created by the first use that writes state, so
@@ -88,13 +109,15 @@ class Workspace:
         self.probe_transport: httpx.BaseTransport | None = None  # a seam for tests of the provider probe
         self._manifest: tuple[int, list[FileRow]] | None = None  # see hand_over / take_manifest
         self.memo = Memo()  # forecasts between two changes of the store (usecases.memo)
+        # Files this process rendered and wrote, with what they looked like then (see ``wrote``).
+        self._written: dict[Path, tuple[int, int, int]] = {}
 
     @property
     def store(self) -> Store:
         """The audit's database, created (with the artifacts directory) on first use."""
         with self._store_lock:
             if self._store is None:
-                self.artifacts_dir.mkdir(parents=True, exist_ok=True)
+                self._binding = artifacts.ensure(self._artifacts)
                 ignore = self.artifacts_dir / ".gitignore"
                 if not ignore.exists():
                     write_atomic(ignore, "# audit-mcp's working files; never audited, never committed.\n*\n")
@@ -102,6 +125,19 @@ class Workspace:
                     self.store_url, self.artifacts_dir, lambda: repo_identity(self.root, self._audit_name)
                 )
             return self._store
+
+    @property
+    def binding(self) -> str:
+        """The id sealed into this artifacts folder's binding record (opening the store makes it)."""
+        if self._binding is None:
+            _ = self.store
+        assert self._binding is not None
+        return self._binding
+
+    @property
+    def run_tag(self) -> str:
+        """The tag every run id of this artifacts folder carries (``artifacts.run_tag``)."""
+        return artifacts.run_tag(self.binding)
 
     def has_state(self) -> bool:
         """Whether this artifacts directory holds an audit database already."""
@@ -193,12 +229,42 @@ class Workspace:
         return self.run_dir(run_id) / "results"
 
     def results_path(self, run_id: str, packet_id: str) -> Path:
-        """Where a packet's results file goes (the packet prompt names it; merging reads it)."""
-        return self.results_dir(run_id) / f"{packet_id}.json"
+        """Where a packet's results file goes (the packet prompt names it; merging reads it). The name carries
+        a token sealed with the user's key for this folder, run and packet: a file nobody was told to write
+        there (one a checkout planted) cannot have it."""
+        token = seal("results file", self.binding, run_id, packet_id)[:20]
+        return self.results_dir(run_id) / f"{packet_id}.{token}.json"
 
     def wave_path(self, run_id: str, wave: int) -> Path:
         """One wave's launch list (``plan_pages.wave_doc``), beside the whole plan."""
         return self.run_dir(run_id) / "waves" / f"wave-{wave:02d}.json"
+
+    def write_rendered(self, path: Path, text: str) -> None:
+        """Write a file rendered from the store (a prompt) unless it holds ``text`` already, and remember it."""
+        data = text.encode("utf-8", "backslashreplace")
+        try:
+            same = path.read_bytes() == data
+        except OSError:
+            same = False
+        if not same:
+            write_atomic(path, text)
+        self.note_written(path)
+
+    def note_written(self, path: Path) -> None:
+        """Remember ``path`` as this process just wrote it."""
+        st = path.stat()
+        self._written[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def wrote(self, path: Path) -> bool:
+        """Whether ``path`` is a file this process wrote and nothing changed since."""
+        seen = self._written.get(path)
+        if seen is None:
+            return False
+        try:
+            st = path.lstat()
+        except OSError:
+            return False
+        return (st.st_ino, st.st_size, st.st_mtime_ns) == seen
 
     def read_lines(self, path: str) -> list[str] | None:
         """A repository file's lines (None when it cannot be read inside the root)."""

@@ -13,10 +13,13 @@ codes. Errors become a message on stderr and an exit code here, and only here.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from audit_mcp.core.errors import AuditError, InputError
+from audit_mcp.core.userstate import STATE_ENV
 from audit_mcp.surfaces.cli.common import emit_refusal, say
 from audit_mcp.surfaces.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_REFUSED
 from audit_mcp.surfaces.cli.parser import build_parser
@@ -27,6 +30,9 @@ __all__ = ["build_parser", "main", "run"]
 def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for resume commands (the hand-off of `run`)
+    if getattr(args, "state_dir", None) is not None:
+        # One place decides the state directory for the whole process (and the commands it prints).
+        os.environ[STATE_ENV] = str(Path(args.state_dir).expanduser().absolute())
     code: int = args.handler(args)
     return code
 

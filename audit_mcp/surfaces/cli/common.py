@@ -49,6 +49,13 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--config", type=Path, default=None, help="session config (default: <root>/.audit-mcp.toml)")
     parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="your audit-mcp state directory: the key that seals artifacts folders, learned rate limits, the HTTP "
+        "token (default: AUDIT_MCP_STATE_DIR, else $XDG_STATE_HOME/audit-mcp or ~/.local/state/audit-mcp)",
+    )
+    parser.add_argument(
         "--store",
         default=None,
         help="where state lives: 'sqlite' (default, in the artifacts directory) or a postgresql:// URL shared by "
