@@ -61,13 +61,21 @@ def make_repo(root: Path, files: int) -> Path:
 
 
 def checkout(origin: Path, where: Path, lease_seconds: int) -> Path:
-    """A host's own clone of ``origin``, with its session config (small packets, two lenses, the lease)."""
+    """A host's own clone of ``origin``, with its session config (small packets, two lenses) and, in the host's
+    own config beside the clone (``host_config``), the lease: how hosts share an audit is the user's to set,
+    never the repository's."""
     subprocess.run(["git", "clone", "-q", str(origin), str(where)], check=True, capture_output=True)
-    (where / ".audit-mcp.toml").write_text(
-        f'max_packet_tokens = 4000\nlenses = ["security", "correctness"]\n'
+    (where / ".audit-mcp.toml").write_text('max_packet_tokens = 4000\nlenses = ["security", "correctness"]\n')
+    host_config(where).write_text(
+        'max_packet_tokens = 4000\nlenses = ["security", "correctness"]\n'
         f"[shared]\nclaim_lease_seconds = {lease_seconds}\n"
     )
     return where
+
+
+def host_config(root: Path) -> Path:
+    """The config of the host working in checkout ``root`` (its user's own file, outside the checkout)."""
+    return root.parent / f"{root.name}.host.toml"
 
 
 def _results(packet: dict[str, Any]) -> list[dict[str, Any]]:
@@ -87,7 +95,7 @@ def _results(packet: dict[str, Any]) -> list[dict[str, Any]]:
 
 class Host:
     def __init__(self, root: Path, store: str, reviewers: int, review_seconds: float, die_after: int) -> None:
-        self.service = AuditService(root, store=store)
+        self.service = AuditService(root, store=store, config_path=host_config(root))
         self.reviewers = reviewers
         self.review_seconds = review_seconds
         self.die_after = die_after

@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 
 from audit_mcp.usecases.service import AuditService
-from benchmarks.multi_host import _results, checkout, make_repo
+from benchmarks.multi_host import _results, checkout, host_config, make_repo
 from tests.pg_server import PgServer, pg_bindir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,9 +73,9 @@ def submit_latency(store: str | None, work: Path) -> dict[str, Any]:
     origin = make_repo(work / f"lat-{uuid.uuid4().hex[:6]}", FILES)
     root = checkout(origin, origin.parent / (origin.name + "-co"), lease_seconds=600)
     # Review packets only: with the threat model's pass on, the first run is its one context packet.
-    config = root / ".audit-mcp.toml"
+    config = host_config(root)
     config.write_text("context_pass = false\nverification_pass = false\n" + config.read_text())
-    service = AuditService(root, store=store)
+    service = AuditService(root, store=store, config_path=config)
     step = service.next_step({"can_dispatch_subagents": True, "max_active_subagents": 200})
     plan = json.loads(Path(step.artifact_paths["plan"]).read_text())
     times = []

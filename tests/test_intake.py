@@ -45,9 +45,11 @@ def test_a_git_repository_lists_tracked_and_unignored_files_and_never_the_artifa
     assert not any(p.startswith(".audit-mcp") for p in files)
 
 
-def test_include_and_exclude_globs_narrow_the_scope(repo: Path) -> None:
-    files = _by_path(repo, SessionConfig(include=["app/**"], exclude=["app/jobs.py"]))
-    assert "app/db.py" in files and "app/jobs.py" not in files and "web/server.js" not in files
+def test_include_and_exclude_globs_narrow_the_scope_and_each_file_left_out_names_its_rule(repo: Path) -> None:
+    files = _by_path(repo, SessionConfig(include=["app/**"], exclude=["*.tmp", "app/jobs.py"]))
+    assert files["app/db.py"][0] == "review"
+    assert files["app/jobs.py"] == ("skipped", "left out by the config: exclude pattern 'app/jobs.py' of the config")
+    assert files["web/server.js"] == ("skipped", "left out by the config: no include pattern of the config matches it")
 
 
 def test_oversize_files_are_skipped_with_the_limit_named(repo: Path) -> None:

@@ -131,19 +131,19 @@ def test_an_analyzer_that_is_missing_fails_or_hangs_is_skipped_with_a_note(tmp_p
         return _Done(2, "error: bad option")
 
     runs = run_analyzers(
-        ["bandit", "ruff"], tmp_path, tmp_path / "out", which=lambda name: f"/bin/{name}", runner=runner
+        ["bandit", "ruff"], tmp_path, tmp_path / "out", ["app.py"], which=lambda name: f"/bin/{name}", runner=runner
     )
     assert [(r.sarif, r.note) for r in runs] == [
         (None, "bandit failed with exit code 2 (error: bad option); skipped"),
         (None, "ruff ran over 300s; skipped"),
     ]
-    missing = run_analyzers(["bandit"], tmp_path, tmp_path / "out", which=lambda _name: None, runner=runner)
+    missing = run_analyzers(["bandit"], tmp_path, tmp_path / "out", ["app.py"], which=lambda _name: None, runner=runner)
     assert missing[0].note == "bandit is not installed; skipped"
     planted = tmp_path / "repo" / "bandit"
     planted.parent.mkdir()
     planted.write_text("#!/bin/sh\n")
     refused = run_analyzers(
-        ["bandit"], planted.parent, tmp_path / "out", which=lambda _name: str(planted), runner=runner
+        ["bandit"], planted.parent, tmp_path / "out", ["app.py"], which=lambda _name: str(planted), runner=runner
     )
     assert refused[0].sarif is None and "inside the audited repository; refused" in refused[0].note
 

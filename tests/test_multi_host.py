@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp.usecases.service import AuditService
-from benchmarks.multi_host import checkout, make_repo
+from benchmarks.multi_host import checkout, host_config, make_repo
 
 HOSTS = 4
 REVIEWERS = 8
@@ -63,7 +63,7 @@ def test_four_hosts_finish_one_audit_and_a_killed_host_loses_nothing(tmp_path: P
     assert any(len(h) > 1 for h in holders.values()), "the killed host's claims were never taken over"
     assert len({h for hs in holders.values() for h in hs}) == HOSTS  # every host did part of the work
 
-    service = AuditService(roots[0], store=pg_url)
+    service = AuditService(roots[0], store=pg_url, config_path=host_config(roots[0]))
     try:
         with service.store.read() as tx:
             audit = tx.current_audit()

@@ -33,10 +33,17 @@ class Clock:
 REVIEW_ONLY = "context_pass = false\nverification_pass = false\n"
 
 
+@pytest.fixture(autouse=True)
+def _claim_lease(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claims lapse after 300 s here; the lease is the user's to set (a repository's own config may not hold
+    [shared])."""
+    monkeypatch.setenv("AUDIT_MCP_CLAIM_LEASE_SECONDS", "300")
+
+
 def _checkout(origin: Path, where: Path, passes: str = REVIEW_ONLY) -> Path:
     """A clone of ``origin`` at its own path, as a host on another machine would have it."""
     subprocess.run(["git", "clone", "-q", str(origin), str(where)], check=True, capture_output=True)
-    (where / ".audit-mcp.toml").write_text(passes + "max_packet_tokens = 4000\n[shared]\nclaim_lease_seconds = 300\n")
+    (where / ".audit-mcp.toml").write_text(passes + "max_packet_tokens = 4000\n")
     return where
 
 

@@ -27,6 +27,7 @@ from audit_mcp.core.errors import ConfigError, PathError
 from audit_mcp.core.fs import normalize_relpath, read_capped, read_confined, resolve_inside
 
 CONFIG_FILENAME = ".audit-mcp.toml"
+REPOSITORY_CONFIG = f"the repository's own {CONFIG_FILENAME}"  # how reasons name the untrusted config
 MAX_CONFIG_BYTES = 1_000_000
 DEFAULT_LENSES = (
     "security",
@@ -251,6 +252,12 @@ def config_source(root: Path, explicit: Path | None = None) -> tuple[Path, bool]
     return root / CONFIG_FILENAME, False
 
 
+def config_label(root: Path, explicit: Path | None = None) -> str:
+    """Where the config comes from, as a reason names it: the user's file, or the repository's own."""
+    path, trusted = config_source(root, explicit)
+    return f"your config {path}" if trusted else REPOSITORY_CONFIG
+
+
 def _read(root: Path, path: Path, trusted: bool) -> bytes:
     try:
         return (
@@ -327,6 +334,18 @@ def _confined(config: SessionConfig, root: Path, path: Path) -> SessionConfig:
                 "choose, not the code under audit's (--store / --audit-name, AUDIT_MCP_STORE / AUDIT_MCP_AUDIT_NAME, "
                 "or your own config via --config or AUDIT_MCP_CONFIG). Remove the key from the repository's config."
             )
+    if "shared" in config.model_fields_set:
+        raise ConfigError(
+            f"{path}: [shared] is refused: how hosts share an audit and where learned rate-limit state lives are "
+            "yours to choose, not the code under audit's (AUDIT_MCP_CLAIM_LEASE_SECONDS, AUDIT_MCP_SHARE_LEARNED, "
+            "or your own config via --config or AUDIT_MCP_CONFIG). Remove the table from the repository's config."
+        )
+    if "half_life_hours" in config.scheduler.model_fields_set:
+        raise ConfigError(
+            f"{path}: [scheduler] half_life_hours is refused: how long what was learned about your rate limits "
+            "counts is kept for every audit you run, so only you can set it (AUDIT_MCP_HALF_LIFE_HOURS, or your own "
+            "config via --config or AUDIT_MCP_CONFIG). Remove the key from the repository's config."
+        )
     if config.scheduler.probe != "never":
         raise ConfigError(
             f"{path}: [scheduler] probe = {config.scheduler.probe!r} is refused: the provider probe uses your API "

@@ -2,7 +2,7 @@
 
 Each ``.gitignore`` speaks for its own directory and everything below it, with paths relative to that
 directory. For one path the deepest file with a matching pattern decides, and within a file the last
-matching pattern wins (pathspec's ``check_file`` says which, and whether it was a ``!`` negation), so a
+matching pattern wins (``Globs.decide`` says which, and whether it was a ``!`` negation), so a
 deeper ``!keep.log`` re-includes what a higher ``*.log`` ignores. As in git, nothing can re-include a file
 whose directory is ignored: ignored directories are never entered.
 """
@@ -14,7 +14,7 @@ import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 
-from pathspec import GitIgnoreSpec
+from audit_mcp.engine.globs import Globs, lenient_globs
 
 IGNORE_FILE = ".gitignore"
 
@@ -23,10 +23,10 @@ class IgnoreRules:
     """The ``.gitignore`` patterns met so far, by the directory (repo-relative, "" for the root) they live in."""
 
     def __init__(self) -> None:
-        self._specs: dict[str, GitIgnoreSpec] = {}
+        self._specs: dict[str, Globs] = {}
 
     def add(self, directory: str, lines: Iterable[str]) -> None:
-        self._specs[directory] = GitIgnoreSpec.from_lines(lines)
+        self._specs[directory] = lenient_globs(lines)
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         """Whether git would ignore ``path`` (repo-relative, POSIX), given that its parent directories are not."""
@@ -35,7 +35,7 @@ class IgnoreRules:
             spec = self._specs.get(directory)
             if spec is not None:
                 below = path[len(directory) + 1 :] if directory else path
-                decision = spec.check_file(below + "/" if is_dir else below).include
+                decision, _ = spec.decide(below + "/" if is_dir else below)
                 if decision is not None:
                     return decision
             if not directory:

@@ -14,8 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
-
 from audit_mcp.core.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.engine import file_stat, scan_parts
@@ -24,6 +22,7 @@ from audit_mcp.engine.coverage import max_unit_chars
 from audit_mcp.engine.file_kinds import FileKind
 from audit_mcp.engine.git import GitReader
 from audit_mcp.engine.git_listing import git_paths, git_snapshot, has_attribute_files, linguist_attributes
+from audit_mcp.engine.globs import compile_globs
 from audit_mcp.engine.ignores import walk_paths
 from audit_mcp.engine.imports import ImportResolver, import_candidates, reads_imports
 from audit_mcp.engine.incremental import changed_since
@@ -259,23 +258,40 @@ def rescan(root: Path, rel: str, scoper: Scoper) -> FileRow:
     return _scanner(root, scoper, imports=False)(rel)[0]
 
 
-def _filter(paths: list[str], config: SessionConfig, excluded_prefixes: list[str]) -> Iterator[str]:
-    include = pathspec.GitIgnoreSpec.from_lines(config.include) if config.include else None
-    exclude = pathspec.GitIgnoreSpec.from_lines(config.exclude) if config.exclude else None
+# The start of the skip reason of a file the config's include or exclude patterns leave out: such files are
+# named in the report with the rule, so no config narrows a "complete" audit without saying so.
+LEFT_OUT_BY_CONFIG = "left out by the config"
+
+
+def _filter(
+    paths: list[str], config: SessionConfig, excluded_prefixes: list[str], config_label: str
+) -> Iterator[tuple[str, str | None]]:
+    """Each path with ``None`` when the config's include and exclude keep it, else the rule that left it out
+    (the artifacts folder, ``.git`` and the config file itself are not listed at all)."""
+    include = compile_globs(config.include, source=f"include in {config_label}") if config.include else None
+    exclude = compile_globs(config.exclude, source=f"exclude in {config_label}") if config.exclude else None
     skip_exact = {CONFIG_FILENAME, *excluded_prefixes}
     skip_under = tuple(p + "/" for p in excluded_prefixes)
     for path in paths:
         if path in skip_exact or path.startswith(skip_under):
             continue
-        if include is not None and not include.match_file(path):
+        if include is not None and not include.match(path):
+            yield path, f"{LEFT_OUT_BY_CONFIG}: no include pattern of {config_label} matches it"
             continue
-        if exclude is not None and exclude.match_file(path):
-            continue
-        yield path
+        if exclude is not None:
+            verdict, index = exclude.decide(path)
+            if verdict:
+                assert index is not None
+                yield path, f"{LEFT_OUT_BY_CONFIG}: exclude pattern {exclude.lines[index]!r} of {config_label}"
+                continue
+        yield path, None
 
 
-def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Manifest:
-    """Read the repository under ``root`` into a manifest; never follows links out of it."""
+def build_manifest(
+    root: Path, artifacts_dir: Path, config: SessionConfig, config_label: str = "the config"
+) -> Manifest:
+    """Read the repository under ``root`` into a manifest; never follows links out of it. ``config_label``
+    names where ``config`` came from, in the reason of each file its include or exclude leave out."""
     if not root.is_dir():
         raise ConfigError(f"the repository root {root} is not a directory; pass --root with an existing folder")
     real_root = root.resolve()
@@ -289,14 +305,19 @@ def build_manifest(root: Path, artifacts_dir: Path, config: SessionConfig) -> Ma
     paths = git_paths(git) if is_git else walk_paths(real_root)
     excluded = [p for p in (artifacts_rel, ".git") if p]
     changed = changed_since(git if is_git else None, real_root, config.since) if config.since else None
-    listed = list(_filter(paths, config, excluded))
+    filtered = list(_filter(paths, config, excluded, config_label))
+    listed = [path for path, why in filtered if why is None]
     marked = top is not None and has_attribute_files(git, top, real_root, listed)
     scoper = Scoper(config, linguist_attributes(git, listed) if marked else {})
     # Each name is either a row decided without reading the file or a name to scan, in manifest order.
     decided: list[FileRow | None] = []
     names: list[str] = []
     seen_names = set(listed)
-    for rel in listed:
+    for rel, left_out in filtered:
+        if left_out is not None:
+            language = detect_language(rel)
+            decided.append(_row(rel, language, 0, 0, "", "skipped", left_out, scoper.kind(rel, language)))
+            continue
         if not rel.isascii() and (shown := _undecodable(rel)) is not None:
             if shown not in seen_names:
                 seen_names.add(shown)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pathspec
-
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.engine.file_kinds import FileKind
+from audit_mcp.engine.globs import compile_globs
 
 _ALL = frozenset(FileKind)
 # What each lens reads. Concurrency and performance need running code; the security lens says itself
@@ -48,14 +47,17 @@ class LensSelector:
 
     def __init__(self, config: SessionConfig) -> None:
         self._default = list(config.lenses)
-        self._rules = [(pathspec.GitIgnoreSpec.from_lines([r.glob]), list(r.lenses)) for r in config.lens_rules]
+        self._rules = [
+            (compile_globs([r.glob], source=f"[[lens_rules]] entry {i + 1} (glob)"), list(r.lenses))
+            for i, r in enumerate(config.lens_rules)
+        ]
         self._by_kind = {kind: lenses_reading(kind, self._default) for kind in FileKind}
 
     def rule_for(self, path: str) -> list[str] | None:
         """The lenses of the last ``lens_rules`` entry matching ``path``, if any."""
         chosen = None
         for spec, lenses in self._rules:
-            if spec.match_file(path):
+            if spec.match(path):
                 chosen = lenses
         return chosen
 

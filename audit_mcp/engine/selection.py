@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import pathspec
-
+from audit_mcp.engine.globs import compile_globs
 from audit_mcp.store.records import Cell, CellState
 
 _GLOB_CHARS = frozenset("*?[")
@@ -37,13 +36,13 @@ def choose(
     places: Sequence[Place] = (),
 ) -> list[Cell]:
     """The cells the choice names, in matrix order, each once."""
-    spec = pathspec.GitIgnoreSpec.from_lines([f for f in files if _GLOB_CHARS & set(f)])
+    spec = compile_globs([f for f in files if _GLOB_CHARS & set(f)], source="--file")
     exact = {f.strip("/") for f in files if not _GLOB_CHARS & set(f)}
     wanted_tasks = {t.strip().upper() for t in tasks}
     wanted_lenses = set(lenses)
     chosen = []
     for cell in cells:
-        by_file = (cell.path in exact or spec.match_file(cell.path)) if files else bool(lenses)
+        by_file = (cell.path in exact or spec.match(cell.path)) if files else bool(lenses)
         by_lens = not wanted_lenses or cell.lens in wanted_lenses
         named = cell.task_id in wanted_tasks or any(_at(cell, p) for p in places)
         if (by_file and by_lens) or named:

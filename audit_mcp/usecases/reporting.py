@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.core.config import SessionConfig
+from audit_mcp.core.config import CONFIG_FILENAME, REPOSITORY_CONFIG, SessionConfig
 from audit_mcp.core.errors import ConfigError, PathError
 from audit_mcp.core.fs import resolve_inside, write_atomic
 from audit_mcp.engine import drift
 from audit_mcp.engine.coverage import completeness, totals
+from audit_mcp.engine.intake import LEFT_OUT_BY_CONFIG
 from audit_mcp.findings.assessment import assess
 from audit_mcp.findings.comparison import compare
 from audit_mcp.findings.leads import lead_report
@@ -76,7 +77,7 @@ def build_report_input(ws: Workspace, *, final: bool = False) -> ReportInput:
         git_dirty=audit.git_dirty,
         manifest_digest=audit.manifest_digest,
         completeness=completeness(counts),
-        completeness_reason=_empty_reason(files) if not counts else None,
+        completeness_reason=_empty_reason(files) if not counts else _scope_reason(files),
         provisional=not final and audit.synthesized_at is None,
         blocker=audit.blocker,
         scripted_reviewers=scripted,
@@ -118,6 +119,22 @@ def _empty_reason(files: Sequence[FileRow]) -> str:
     return (
         f"Nothing was reviewed: all {len(files)} file(s) in the include and exclude scope were skipped "
         f"({skipped} skipped, each with its reason under Gaps); an audit that reviewed nothing proves nothing."
+    )
+
+
+def _scope_reason(files: Sequence[FileRow]) -> str | None:
+    """What the config's include and exclude patterns left out, when they left anything out: "complete" then
+    holds for the configured scope only, and a repository's own config is the code under audit's choice."""
+    left_out = [f for f in files if f.scope == "skipped" and (f.skip_reason or "").startswith(LEFT_OUT_BY_CONFIG)]
+    if not left_out:
+        return None
+    own = sum(1 for f in left_out if REPOSITORY_CONFIG in (f.skip_reason or ""))
+    by_repo = (
+        f" ({own} of them by the repository's own {CONFIG_FILENAME}, which the code under audit wrote)" if own else ""
+    )
+    return (
+        f"Scope: {len(left_out)} file(s) are left out by the config's include or exclude patterns{by_repo}, so "
+        "completeness holds for the configured scope only; each is listed under Gaps with the rule that left it out."
     )
 
 

@@ -9,6 +9,7 @@ just read it, and does not read it again.
 
 from __future__ import annotations
 
+from audit_mcp.core.config import config_label
 from audit_mcp.engine.intake import build_manifest
 from audit_mcp.store.records import AuditRow, FileRow
 from audit_mcp.usecases.workspace import Workspace
@@ -32,7 +33,7 @@ def taken(ws: Workspace, audit_id: int) -> None:
 
 
 def _compare(ws: Workspace, audit: AuditRow) -> str | None:
-    manifest = build_manifest(ws.root, ws.artifacts_dir, ws.config())
+    manifest = build_manifest(ws.root, ws.artifacts_dir, ws.config(), config_label(ws.root, ws.config_path))
     if manifest.digest == audit.manifest_digest:
         return None
     parts = []

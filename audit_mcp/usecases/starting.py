@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.core.config import SessionConfig
+from audit_mcp.core.config import SessionConfig, config_label
 from audit_mcp.core.errors import ConfigError, PathError
 from audit_mcp.core.fs import read_capped, read_confined
 from audit_mcp.engine import hosts
@@ -29,9 +29,9 @@ def intake(
     ``replaces`` (the one the caller saw, ``None`` for none); when another caller started one meanwhile,
     this call joins it and creates nothing.
     """
-    manifest = build_manifest(ws.root, ws.artifacts_dir, config)
+    manifest = build_manifest(ws.root, ws.artifacts_dir, config, config_label(ws.root, ws.config_path))
     in_scope = {f.path for f in manifest.in_scope}
-    ran = run_analyzers(config.analyzers.run, ws.root, ws.artifacts_dir / "analyzers")
+    ran = run_analyzers(config.analyzers.run, ws.root, ws.artifacts_dir / "analyzers", sorted(in_scope))
     sources = [_read_sarif(ws, "sarif", i, p) for i, p in enumerate(config.analyzers.sarif)]
     sources += [_read_sarif(ws, "results", i, p) for i, p in enumerate(config.analyzers.results)]
     sources += [(str(r.sarif), read_capped(r.sarif, MAX_SARIF_BYTES)) for r in ran if r.sarif is not None]
