@@ -152,7 +152,7 @@ def test_serve_http_on_a_busy_port_refuses_before_saying_it_serves(
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        code = main(["serve", "--http", "--port", str(port), "--root", str(repo)])
+        code = main(["serve", "--http", "--no-token", "--port", str(port), "--root", str(repo)])
     err = capsys.readouterr().err
     assert code == exits.EXIT_ERROR and f"port {port} on 127.0.0.1 is already in use" in err
     assert "serving" not in err

@@ -40,7 +40,7 @@ def _serving(*args: str, log: Path) -> Iterator[str]:
     exe = str(Path(sys.executable).with_name("audit-mcp"))
     with log.open("wb") as sink:
         proc = subprocess.Popen(
-            [exe, "serve", "--http", "--port", str(port), *args], stdout=subprocess.DEVNULL, stderr=sink
+            [exe, "serve", "--http", "--no-token", "--port", str(port), *args], stdout=subprocess.DEVNULL, stderr=sink
         )
     try:
         for _ in range(200):

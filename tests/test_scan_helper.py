@@ -186,7 +186,7 @@ from audit_mcp.surfaces.cli import main
 with socket.socket() as holder:
     holder.bind(("127.0.0.1", 0))
     holder.listen()
-    code = main(["serve", "--http", "--port", str(holder.getsockname()[1]), "--root", sys.argv[1]])
+    code = main(["serve", "--http", "--no-token", "--port", str(holder.getsockname()[1]), "--root", sys.argv[1]])
 try:
     os.waitpid(-1, os.WNOHANG)
     left = True

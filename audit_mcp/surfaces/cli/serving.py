@@ -68,8 +68,15 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--token",
         default=None,
-        help="require 'Authorization: Bearer TOKEN' on every HTTP request (default: $AUDIT_MCP_TOKEN; "
-        "prefer the variable, a flag shows in the process list)",
+        help="require 'Authorization: Bearer TOKEN' on every HTTP request (default: $AUDIT_MCP_TOKEN, else the "
+        "token in your state directory's http-token file, made on first use; prefer either, a flag shows in the "
+        "process list)",
+    )
+    p.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve HTTP on loopback without a bearer token (any local user's process can then call every tool); "
+        "refused off loopback",
     )
 
 
@@ -93,7 +100,7 @@ def _serve_with(args: argparse.Namespace) -> int:
 
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from audit_mcp.surfaces.http_auth import MIN_TOKEN_CHARS, TOKEN_ENV, BearerToken
+    from audit_mcp.surfaces.http_auth import BearerToken
     from audit_mcp.surfaces.server import build_server
 
     root = (args.root or Path.cwd()).resolve()
@@ -106,22 +113,29 @@ def _serve_with(args: argparse.Namespace) -> int:
         audit_name=args.audit_name,
     )
     if not args.http:
-        server.run()
+        from audit_mcp.surfaces.stdio import serve_stdio
+
+        serve_stdio(server)
         return EXIT_OK
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
     except ValueError:
         loopback = args.host == "localhost"
+    origins = list(args.allowed_origin)
     if loopback:
         hosts = [
             f"{args.host}:{args.port}",
             f"localhost:{args.port}",
             f"127.0.0.1:{args.port}",
+            f"[::1]:{args.port}",
             args.host,
             "localhost",
             "127.0.0.1",
+            "[::1]",
             *args.allowed_host,
         ]
+        # The server's own origins (a page it serves, the Inspector opened on it) are this machine's.
+        origins += [f"http://{name}:{args.port}" for name in ("127.0.0.1", "localhost", "[::1]")]
     elif not args.allowed_host:
         raise ConfigError(
             f"binding to {args.host} exposes the server beyond this machine; pass --allowed-host "
@@ -130,15 +144,13 @@ def _serve_with(args: argparse.Namespace) -> int:
     else:
         hosts = list(args.allowed_host)
     security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=list(args.allowed_origin)
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=list(dict.fromkeys(origins))
     )
-    token = args.token or os.environ.get(TOKEN_ENV) or None
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise ConfigError(f"the bearer token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random ones")
+    token, where = _token(args, loopback)
     _port_is_free(args.host, args.port)
     print(
         f"audit-mcp: serving streamable HTTP on http://{args.host}:{args.port}/mcp"
-        f"{' (bearer token required)' if token else ''}",
+        + (f" (bearer token required: {where})" if token else " (no bearer token: --no-token)"),
         file=sys.stderr,
     )
     if token is None:
@@ -164,6 +176,32 @@ def _serve_with(args: argparse.Namespace) -> int:
     )
     uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")).run()
     return EXIT_OK
+
+
+def _token(args: argparse.Namespace, loopback: bool) -> tuple[str | None, str]:
+    """The bearer token every HTTP request must carry, and where it comes from; ``None`` only with
+    ``--no-token`` on loopback."""
+    from audit_mcp.surfaces.http_auth import MIN_TOKEN_CHARS, TOKEN_ENV, user_token
+
+    if args.no_token:
+        if args.token:
+            raise ConfigError("--no-token and --token contradict each other; pass one")
+        if not loopback:
+            raise ConfigError(
+                f"--no-token is refused on {args.host}: a server reachable beyond this machine needs a bearer token "
+                "(drop --no-token: the token in your state directory is used, or pass one with AUDIT_MCP_TOKEN)"
+            )
+        return None, "none"
+    if args.token:
+        token, where = args.token, "the --token value"
+    elif os.environ.get(TOKEN_ENV):
+        token, where = os.environ[TOKEN_ENV], f"${TOKEN_ENV}"
+    else:
+        token, path = user_token()
+        return token, f"the token in {path}"
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(f"the bearer token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random ones")
+    return token, where
 
 
 def _port_is_free(host: str, port: int) -> None:
