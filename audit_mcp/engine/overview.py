@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from audit_mcp.core.escape import md_code, md_fence, md_inline
+from audit_mcp.core.escape import md_code, md_fence, md_inline, visible
 from audit_mcp.store.records import FileRow, Lead
 
 Reader = Callable[[str, int], bytes | None]  # (repo-relative path, at most this many bytes) -> the head, or None
@@ -117,7 +117,9 @@ def _tree(files: Sequence[FileRow], limit: int) -> str:
     lines = []
     for f in rows:
         what = f"{f.kind}, {f.line_count} lines" if f.scope == "review" else f"not reviewed: {f.skip_reason or ''}"
-        lines.append(f"{f.path}  ({what})")
+        # A name is one line of the listing whatever it holds: a newline, an escape sequence or a
+        # right-to-left mark in it is shown as an escape, so no name can forge a line or a heading.
+        lines.append(f"{visible(f.path)}  ({visible(what)})")
     listing = "\n".join(lines)
     if len(listing) + 20 <= limit:
         return md_fence(listing)
@@ -129,7 +131,7 @@ def _tree(files: Sequence[FileRow], limit: int) -> str:
         members = dirs[d]
         kinds = Counter(m.kind for m in members if m.scope == "review")
         shown = ", ".join(f"{n} {k}" for k, n in kinds.most_common()) or "none reviewed"
-        summary.append(f"{d}/  ({len(members)} files: {shown}; {sum(m.line_count for m in members)} lines)")
+        summary.append(f"{visible(d)}/  ({len(members)} files: {shown}; {sum(m.line_count for m in members)} lines)")
     text = _clip("\n".join(summary), limit - 120, f"... {len(dirs)} directories in all; read the rest yourself")
     return "Too many files to list; the directories, with what they hold:\n\n" + md_fence(text)
 

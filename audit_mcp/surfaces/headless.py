@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -118,8 +119,17 @@ class HeadlessRunner:
         self.env = dict(os.environ if env is None else env)
         self._printed: dict[str, WorkerReport] = {}
         self.stopped: str | None = None  # why the current run launches nothing more
+        self._cwd = Path(tempfile.gettempdir())  # each run() gives its workers a new empty folder
 
     def run(self) -> HeadlessResult:
+        # Workers start in an empty folder of their own, outside the audited root: a host that reads settings,
+        # hooks or instructions from its working directory and the folders above it (CLAUDE.md,
+        # .claude/settings.json, AGENTS.md) finds none of the repository's. The root is in {root}.
+        with tempfile.TemporaryDirectory(prefix="audit-mcp-worker-") as place:
+            self._cwd = Path(place)
+            return self._run()
+
+    def _run(self) -> HeadlessResult:
         caps: dict[str, Any] = {
             "can_dispatch_subagents": True,
             "max_active_subagents": self.max_workers,
@@ -130,6 +140,8 @@ class HeadlessRunner:
             learned = "".join(f"; learned {k}={v}" for k, v in probed.learned.items())
             self.say(f"provider probe: {probed.note}{learned}")
         step = self.service.next_step(caps, client_name=CLIENT_NAME, since=self.since, retry_blocked=self.retry_blocked)
+        for notice in step.notices:
+            self.say(f"notice: {notice}")
         result = HeadlessResult(EXIT_PARTIAL, "partial", "", step)
         while step.step_kind in ("dispatch_review", "single_task_fallback") and step.run_id:
             if self.max_runs is not None and len(result.runs) >= self.max_runs:
@@ -291,6 +303,7 @@ class HeadlessRunner:
             "run_id": run_id,
             "packet_id": packet["packet_id"],
             "root": str(self.service.root),
+            "artifacts_dir": str(self.service.artifacts_dir),
             "dispatch_plan": str(self.service.plan_path(run_id)),
             "results_path": str(results),
         }
@@ -300,7 +313,7 @@ class HeadlessRunner:
             fill_template(self.template, values),
             packet["packet_id"],
             self.service.run_dir(run_id) / "workers",
-            self.service.root,
+            self._cwd,
             env,
         )
         self.say(f"  {packet['packet_id']}: worker started ({len(packet['tasks'])} task(s))")

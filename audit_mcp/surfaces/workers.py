@@ -1,9 +1,10 @@
 """Worker processes of ``audit-mcp run``: the command template, the environment, launching and reaping.
 
 A worker is one shell command per packet, from the operator's ``--worker`` template with the packet's
-values filled in (shell-quoted) and also set as ``AUDIT_MCP_*`` environment variables. It runs in the
-repository root, in its own process group (so a timeout or an interrupt kills everything it started),
-with its stdout and stderr appended to ``runs/<run_id>/workers/<packet_id>.stdout|.stderr``.
+values filled in (shell-quoted) and also set as ``AUDIT_MCP_*`` environment variables. It runs in an empty
+folder outside the repository (the root is ``{root}``), in its own process group (so a timeout or an
+interrupt kills everything it started), with its stdout and stderr appended to
+``runs/<run_id>/workers/<packet_id>.stdout|.stderr``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any, Literal
 WorkerMode = Literal["submit", "file"]
 WORKER_MODES: tuple[WorkerMode, ...] = ("submit", "file")
 
-FIELDS = ("prompt_path", "run_id", "packet_id", "root", "dispatch_plan", "results_path")
+FIELDS = ("prompt_path", "run_id", "packet_id", "root", "artifacts_dir", "dispatch_plan", "results_path")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(FIELDS) + r")\}")
 _TAIL_CHARS = 4000
 _POLL_SECONDS = 0.05
