@@ -17,7 +17,9 @@ through the CLI, as a real worker would. Behaviour switches (environment):
 - SCRIPTED_WORKER_REJECTED: part of a packet id; those also print a stream-json rate-limit event of a rejected
   five-hour window that resets at SCRIPTED_WORKER_RESETS (epoch seconds);
 - SCRIPTED_WORKER_BREAK: part of a packet id; those write a results file that fails validation (a finding
-  whose evidence is not in the file) and exit 0 without submitting.
+  whose evidence is not in the file) and exit 0 without submitting;
+- SCRIPTED_WORKER_ECHO: a file of the repository (relative to its root) every worker prints on stderr, as a
+  reviewer that quotes what it read; SCRIPTED_WORKER_ECHO_FAIL: part of a packet id; those print it and fail.
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ def main() -> int:
         (state / f"{args.packet}.cwd").write_text(str(Path.cwd()))
     if env.get("SCRIPTED_WORKER_AUTH"):
         print("Invalid API key · Please run /login", file=sys.stderr)
+        return 1
+    echo = (Path(args.root) / env["SCRIPTED_WORKER_ECHO"]).read_text() if env.get("SCRIPTED_WORKER_ECHO") else ""
+    if echo and env.get("SCRIPTED_WORKER_ECHO_FAIL") and env["SCRIPTED_WORKER_ECHO_FAIL"] in args.packet:
+        print(echo, file=sys.stderr)
         return 1
     if env.get("SCRIPTED_WORKER_429") and env["SCRIPTED_WORKER_429"] in args.packet:
         print(
@@ -140,6 +146,8 @@ def main() -> int:
     if state:
         (state / f"{args.packet}.done").touch()
     _print_agent_output(args.packet, env)
+    if echo:
+        print(echo, file=sys.stderr)
     return 0
 
 

@@ -149,10 +149,10 @@ def test_an_http_date_retry_after_sets_the_cooldown_it_names(repo: Path) -> None
     moment = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     service = AuditService(repo, clock=lambda: moment)
     plan = _plan(first_review(service, {"can_dispatch_subagents": True}).artifact_paths["plan"])
-    error = "API Error: 429 Too Many Requests (retry-after: Mon, 30 Nov 2026 12:30:00 GMT)"
+    error = "API Error: 429 Too Many Requests (retry-after: Mon, 30 Nov 2026 12:05:00 GMT)"
     service.merge_and_ingest(plan["run_id"], [{"packet_id": p["packet_id"], "error": error} for p in plan["packets"]])
     step = service.next_step()
-    assert _plan(step.artifact_paths["plan"])["cooldown_until"] == "2026-11-30T12:30:00Z"
+    assert _plan(step.artifact_paths["plan"])["cooldown_until"] == "2026-11-30T12:05:00Z"
     quota = service.quota()
-    assert quota.learned["cooldown_until"] == "2026-11-30T12:30:00Z"
-    assert service.active_cooldown() == "2026-11-30T12:30:00Z"
+    assert quota.learned["cooldown_until"] == "2026-11-30T12:05:00Z"
+    assert service.active_cooldown() == "2026-11-30T12:05:00Z"

@@ -214,8 +214,7 @@ def test_spend_caps_and_exhausted_subscriptions_are_hard_stops(text: str) -> Non
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [
-        ("429 Too Many Requests; retry-after: Mon, 30 Nov 2026 12:30:00 GMT", 1800.0),
-        ("Rate limit reached. Please try again in 2h.", 7200.0),
+        ("429 Too Many Requests; retry-after: Mon, 30 Nov 2026 12:05:00 GMT", 300.0),
         ("API Error: Rate limit reached for requests. Please try again in 1m30s.", 90.0),
         ("Error: 429 rate_limit_error, retry-after: 90", 90.0),
         ('{"type":"rate_limit_error"} headers: {"retry-after-ms": "2500"}', 2.5),
@@ -223,7 +222,7 @@ def test_spend_caps_and_exhausted_subscriptions_are_hard_stops(text: str) -> Non
         ("Too Many Requests", 60.0),
         ("429; retry-after: Mon, 30 Nov 2026 11:00:00 GMT", 60.0),
     ],
-    ids=["http-date", "try-again-2h", "try-again-go-style", "seconds", "ms", "exhausted-bucket", "none", "past-date"],
+    ids=["http-date", "try-again-go-style", "seconds", "ms", "exhausted-bucket", "none", "past-date"],
 )
 def test_a_stored_failure_s_cooldown_is_the_one_the_scheduler_learns_from_the_same_text(
     text: str, seconds: float
@@ -232,3 +231,20 @@ def test_a_stored_failure_s_cooldown_is_the_one_the_scheduler_learns_from_the_sa
     ctx = Context(resolve_limits("claude-test", None, ModelConfig()), 2, "rolling", 10_000, 2, timedelta(hours=24))
     learned = learn_run(Learned(), outcome, NOW, ctx)
     assert cooldown_until(text, NOW) == learned.cooldown_until == NOW + timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "429 Too Many Requests; retry-after: Mon, 30 Nov 2026 12:30:00 GMT",
+        "Rate limit reached. Please try again in 2h.",
+        "429 rate limited; retry-after: 604800",
+    ],
+    ids=["http-date-half-an-hour", "try-again-2h", "a-week"],
+)
+def test_a_wait_longer_than_one_audit_may_impose_binds_that_audit_for_six_minutes_and_no_other(text: str) -> None:
+    outcome = run_outcome(launched=2, wave_size=2, succeeded=1, reported={"p1": text}, usage=[], now=NOW)
+    ctx = Context(resolve_limits("claude-test", None, ModelConfig()), 2, "rolling", 10_000, 2, timedelta(hours=24))
+    learned = learn_run(Learned(), outcome, NOW, ctx)
+    assert cooldown_until(text, NOW) == NOW + timedelta(minutes=6)
+    assert learned.cooldown_until is None and learned.cap is None and [c[0] for c in learned.claims] == ["wait"]

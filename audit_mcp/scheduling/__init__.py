@@ -3,7 +3,9 @@
 The pure wave scheduler (``scheduler``) and what a merged run teaches it
 (``learning``); limits with source and confidence (``limits``); settings and
 glue (``pacing``); learned state per provider+model, outside any repository
-(``learned``); rate-limit signals in headers and error texts (``ratelimits``);
+(``learned``), what one audit's word may teach it (``claims``) and where each limit came from
+(``provenance``); what a packet's usage says (``calibration``); rate-limit signals in headers and error
+texts (``ratelimits``);
 failure classes (``failures``); the optional provider probe (``probe``); and
 packet leases (``leases``).
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from audit_mcp.scheduling.claims import bounded_wait
 from audit_mcp.scheduling.learning import DEFAULT_COOLDOWN
 from audit_mcp.scheduling.ratelimits import parse_error_text
 
@@ -67,8 +68,10 @@ def classify(text: str) -> FailureClass:
 
 def cooldown_until(text: str, failed_at: datetime) -> datetime:
     """When a host throttled with this error text may launch again: the latest of the retry-after and the reset
-    of any exhausted bucket the text names, else a minute after the failure (as the scheduler learns it)."""
-    wait = parse_error_text(text, failed_at).wait_until(failed_at)
+    of any exhausted bucket the text names, else a minute after the failure (as the scheduler learns it). The
+    text is one audit's word, so the wait is at most ``claims.MAX_UNCORROBORATED_WAIT``: a longer one binds
+    only once another audit saw it too, through the learned state every audit reads."""
+    wait = bounded_wait(parse_error_text(text, failed_at).wait_until(failed_at), failed_at)
     return max(wait, failed_at) if wait is not None else failed_at + DEFAULT_COOLDOWN
 
 

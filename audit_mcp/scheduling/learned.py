@@ -27,6 +27,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 
 from audit_mcp.core.errors import StateError
 from audit_mcp.core.userstate import state_dir
+from audit_mcp.scheduling.claims import MAX_CLAIMS
 from audit_mcp.scheduling.learning import MAX_LEARNED_CAP
 from audit_mcp.scheduling.profile import Learned
 from audit_mcp.scheduling.ratelimits import MAX_QUOTED_LIMIT, MAX_WAIT_SECONDS
@@ -43,6 +44,9 @@ def _finite(low: float, high: float) -> Any:
 
 
 _Sum = Annotated[float, _finite(-(10**18), 10**18)]  # a size fit's decayed sums (``sizefit.Fit``)
+_Key = Annotated[str, Field(max_length=64)]
+_Teacher = Annotated[str, Field(max_length=64)]
+_Epoch = Annotated[float, _finite(_EARLIEST.timestamp(), _LATEST.timestamp())]
 
 
 class LearnedDoc(BaseModel):
@@ -90,6 +94,14 @@ class LearnedDoc(BaseModel):
     corroborated_at: AwareDatetime | None = None
     burst_runs: Annotated[int, Field(ge=0, le=MAX_LEARNED_CAP)] | None = None
     clean_width: Annotated[float, _finite(0, MAX_LEARNED_CAP)] | None = None
+    observed_by: dict[_Key, tuple[_Teacher, ...]] = Field(default_factory=dict, max_length=16)
+    inferred_by: dict[_Key, tuple[_Teacher, ...]] = Field(default_factory=dict, max_length=16)
+    observations: dict[_Key, dict[_Teacher, Annotated[int, Field(gt=0, le=MAX_QUOTED_LIMIT)]]] = Field(
+        default_factory=dict, max_length=16
+    )
+    claims: tuple[tuple[_Key, _Teacher, Annotated[float, _finite(0, 10**13)], _Epoch], ...] = Field(
+        default=(), max_length=MAX_CLAIMS
+    )
 
     @model_validator(mode="after")
     def _times_in_range(self) -> LearnedDoc:
@@ -109,8 +121,12 @@ def learned_state_path() -> Path:
     return state_dir() / STATE_FILENAME
 
 
-def state_key(provider: str, model: str) -> str:
-    return f"{provider}/{model}".lower()
+def state_key(provider: str, model: str, teacher: str = "") -> str:
+    """The learned state's key: the provider and the model, whose limits it holds. A model that was not named
+    (``unknown``) could be any model, so what its runs teach stays with the repository that learned it
+    (``teacher``, ``claims``) instead of throttling every audit of every model that named none."""
+    key = f"{provider}/{model}".lower()
+    return f"{key}@{teacher}" if teacher and model.strip().lower() in ("", "unknown") else key
 
 
 def _encode(learned: Learned) -> str:

@@ -3,10 +3,8 @@
 Pure: the learned state, one piece of evidence, what the plan was when the evidence was made (``Context``)
 and ``now`` in; the new learned state out.
 
-- **Calibration**: a packet's ``usage`` moves the run profile, each quantity (charged input, output tokens,
-  calls and, for packets that met no rate limit, seconds) fitted against that packet's own estimated tokens
-  (``sizefit``): packets launch longest first, and a ratio or mean learned in arrival order would end on the
-  smallest (whose fixed per-call overhead inflates their ratio) and plan the next run's largest with it.
+- **Calibration** (``calibration``): a packet's ``usage`` moves the run profile, each quantity fitted against
+  that packet's own estimated tokens, so the order packets report in does not skew it.
 - **Throttling as a rate**: the calls and rate-limited calls that usage reports fill a window that decays
   with time (``WINDOW_HALF_LIFE``). The runs are throttled when the window holds at least ``MIN_THROTTLED``
   rate-limited calls and they are at least ``THROTTLED_SHARE`` of its calls: a trickle of 429s on a busy
@@ -43,6 +41,9 @@ and ``now`` in; the new learned state out.
   as many clean packets as the cap, counted only from packets that started after the cap last moved (a
   packet that ran at an older width proves nothing about this one). Growth needs the cap to be what limits
   the width, and stops at the physical cap.
+- **One audit's word is bounded** (``claims``): every evidence carries its teacher (the audit's repository);
+  a text quoting a limit far below what is known, or asking for a wait longer than a per-minute bucket's, is
+  held as a claim and teaches nothing until another audit corroborates it.
 - A rate-limited failure sets a cooldown (its ``retry-after`` or the exhausted bucket's reset, else a
   minute); absorbed retries set none (the host already waited). A hard stop holds until a packet succeeds.
 """
@@ -54,6 +55,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from audit_mcp.scheduling.calibration import THROTTLED_SHARE, calibrated, clean
+from audit_mcp.scheduling.claims import INFERRED, Verdict, observed, weigh
 from audit_mcp.scheduling.limits import Limit, ResolvedLimits
 from audit_mcp.scheduling.profile import (
     CACHED_RATIO,
@@ -66,9 +69,8 @@ from audit_mcp.scheduling.profile import (
     run_profile,
     with_observed,
 )
-from audit_mcp.scheduling.ratelimits import parse_error_text
+from audit_mcp.scheduling.ratelimits import RateLimitSignal, parse_error_text, stop_summary
 from audit_mcp.scheduling.scheduler import WHOLE_WITHIN, burst_runs, capacity_bounds, physical_cap, slow_start
-from audit_mcp.scheduling.sizefit import Fit, folded, mean_size, mean_value, seeded
 
 DEFAULT_COOLDOWN = timedelta(seconds=60)
 MAX_LEARNED_CAP = 64
@@ -76,7 +78,6 @@ WINDOW_HALF_LIFE = timedelta(minutes=10)
 # Throttled: at least this many rate-limited calls in the window, and at least this share of its calls. The
 # share is several times the 0.5–2% of calls a busy shared key sees refused at random.
 MIN_THROTTLED = 3
-THROTTLED_SHARE = 0.05
 FAILURE_DECREASE = 0.5
 MAX_REPEATS = 5  # at most 2**5 clean waves before a width throttled again and again is tried once more
 ABSORBED_DECREASE = 0.75
@@ -99,6 +100,10 @@ class Context:
     mean_tokens: float  # the run's mean packet estimate
     in_use: float  # the capacity the host was told (runs at once on average; ``scheduler.Schedule.capacity``)
     half_life: timedelta = timedelta(hours=24)
+    # Whose word the evidence is: a digest of the audit's repository identity (``claims``), and the limits as
+    # known without any learned value (the table and the configuration), against which its word is bounded.
+    teacher: str = ""
+    base: ResolvedLimits | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,7 @@ class RunOutcome:
     calls: int = 0  # calls the runs' usage reported
     observed_limits: dict[str, int] = field(default_factory=dict)
     hard_stop: str | None = None
+    limited_texts: Sequence[str] = ()  # the error texts of every packet that failed rate-limited
 
 
 def prior_cap(learned: Learned, ctx: Context) -> float:
@@ -133,7 +139,7 @@ def _learned_usage(
 ) -> Learned:
     cold = learned.cap is None and slow_start(ctx.limits, learned)
     state = _anchored(_materialised(learned, ctx, now), ctx, cold)
-    state = _calibrated(state, usage, estimated_tokens)
+    state = calibrated(state, usage, estimated_tokens)
     calls, limited = float(usage.get("api_calls") or 0.0), float(usage.get("rate_limited_calls") or 0.0)
     seconds = float(usage.get("seconds") or 0.0)
     started = now - timedelta(seconds=seconds) if seconds else now
@@ -155,57 +161,80 @@ def _learned_usage(
 
 
 def learn_failure(learned: Learned, text: str, now: datetime, ctx: Context) -> Learned:
-    """Fold one failed packet's error text in: limits it quotes, hard stops, cooldowns, and the cap."""
-    return _held(_learned_failure(learned, text, now, ctx), ctx)
+    """Fold one failed packet's error text in: limits it quotes, hard stops, cooldowns, and the cap. A text that
+    claims more than one audit may teach (``claims``) is recorded as a claim and changes nothing else until
+    another audit corroborates it."""
+    signal = parse_error_text(text, now)
+    verdict = _weighed(learned, signal.limits, signal.wait_until(now), now, ctx)
+    if verdict.held:
+        return verdict.state
+    return _held(_learned_failure(verdict.state, signal, verdict, now, ctx), ctx)
 
 
-def _learned_failure(learned: Learned, text: str, now: datetime, ctx: Context) -> Learned:
+def _learned_failure(
+    learned: Learned, signal: RateLimitSignal, verdict: Verdict, now: datetime, ctx: Context
+) -> Learned:
     cold = learned.cap is None and slow_start(ctx.limits, learned)
     state = _anchored(_materialised(learned, ctx, now), ctx, cold)
-    signal = parse_error_text(text, now)
-    if signal.limits:
-        state = replace(state, observed_limits={**state.observed_limits, **signal.limits}, observed_at=now)
+    state = observed(state, verdict.limits, now)
     if signal.hard_stop:
-        state = replace(state, hard_stop=signal.hard_stop)
+        state = replace(state, hard_stop=stop_summary(signal.hard_stop))
     if not signal.rate_limited:
         return state
-    wait = signal.wait_until(now) or now + DEFAULT_COOLDOWN
+    wait = verdict.until or now + DEFAULT_COOLDOWN
     until = max(wait, state.cooldown_until) if state.cooldown_until and state.cooldown_until > now else wait
     state = replace(state, last_429_at=now, cooldown_until=until)
     run = timedelta(seconds=state.run_seconds or DEFAULT_RUN_SECONDS)
     if state.last_decrease_at is not None and now - state.last_decrease_at < run:
         return state  # most likely launched before the last decrease
-    if not signal.limits:
+    if not verdict.limits:
         state = _corroborated(state, ctx, now)
     return _decreased(state, ctx, now, FAILURE_DECREASE)
 
 
+def _weighed(
+    state: Learned, limits: Mapping[str, int], until: datetime | None, now: datetime, ctx: Context, prefix: str = ""
+) -> Verdict:
+    return weigh(
+        state, limits, until, now, teacher=ctx.teacher, base=ctx.base, half_life=ctx.half_life, kind_prefix=prefix
+    )
+
+
 def learn_run(learned: Learned, outcome: RunOutcome, now: datetime, ctx: Context) -> Learned:
-    """At merge: the failures not learned yet, limits the run observed, and the run counters."""
+    """At merge: the failures not learned yet, limits the run observed, and the run counters. Texts held as
+    claims (``claims``) count for nothing here either."""
     state = learned
+    held = False
     if outcome.observed_limits:
-        state = replace(state, observed_limits={**state.observed_limits, **outcome.observed_limits}, observed_at=now)
+        verdict = _weighed(state, outcome.observed_limits, None, now, ctx)
+        held = verdict.held
+        state = verdict.state if held else observed(verdict.state, verdict.limits, now)
     for text in outcome.failures:
         state = learn_failure(state, text, now, ctx)
-    throttled = outcome.rate_limited or (
+    unheeded = sum(1 for t in outcome.limited_texts if _weighed(state, *_said(t, now), now, ctx).held)
+    held = held or unheeded > 0
+    throttled = outcome.rate_limited > unheeded or (
         outcome.absorbed >= MIN_THROTTLED and outcome.absorbed >= THROTTLED_SHARE * outcome.calls
     )
-    if outcome.hard_stop:
-        state = replace(state, hard_stop=outcome.hard_stop)
+    stop = stop_summary(outcome.hard_stop) if outcome.hard_stop and not held else state.hard_stop
     if throttled:
-        return replace(state, rate_limited_runs=state.rate_limited_runs + 1, updated_at=state.updated_at or now)
+        return replace(
+            state, rate_limited_runs=state.rate_limited_runs + 1, hard_stop=stop, updated_at=state.updated_at or now
+        )
     if outcome.succeeded and outcome.launched:
         return replace(
-            state, clean_runs=state.clean_runs + 1, hard_stop=outcome.hard_stop, updated_at=state.updated_at or now
+            state,
+            clean_runs=state.clean_runs + 1,
+            hard_stop=stop if outcome.hard_stop else None,
+            updated_at=state.updated_at or now,
         )
-    return state
+    return replace(state, hard_stop=stop)
 
 
-def clean(usage: Mapping[str, float]) -> bool:
-    """A run that met no more rate limits than a busy key's noise: at most one refused call, or a share of
-    its calls under ``THROTTLED_SHARE``."""
-    limited = float(usage.get("rate_limited_calls") or 0.0)
-    return limited <= max(1.0, THROTTLED_SHARE * float(usage.get("api_calls") or 0.0))
+def _said(text: str, now: datetime) -> tuple[dict[str, int], datetime | None]:
+    """The limits an error text quotes and the end of the wait it asks for."""
+    signal = parse_error_text(text, now)
+    return signal.limits, signal.wait_until(now)
 
 
 def _held(state: Learned, ctx: Context) -> Learned:
@@ -229,51 +258,6 @@ def _materialised(learned: Learned, ctx: Context, now: datetime) -> Learned:
 def _anchored(state: Learned, ctx: Context, cold: bool) -> Learned:
     """In slow start the width in use is the cap the evidence speaks about."""
     return replace(state, cap=float(max(1, ctx.in_use))) if cold and state.cap is None else state
-
-
-def _calibrated(state: Learned, usage: Mapping[str, float], estimated_tokens: int) -> Learned:
-    """Each quantity the usage reports, folded into its size fit against this packet's own estimated tokens
-    (seconds only from a clean run: retries stretch them); the scalars are the fits read at their mean size."""
-    x = float(estimated_tokens)
-    if x <= 0:
-        return state
-    reported = {
-        "input_tokens": float(usage.get("input_tokens") or 0.0),
-        "output_tokens": float(usage.get("output_tokens") or 0.0),
-        "api_calls": float(usage.get("api_calls") or 0.0),
-        "seconds": float(usage.get("seconds") or 0.0) if clean(usage) else 0.0,
-    }
-    fits = dict(state.size_fits)
-    for key, y in reported.items():
-        if y <= 0:
-            continue
-        fit = fits.get(key)
-        if fit is None and (old := _scalar(state, key)) is not None:  # a profile learned before size fits existed
-            fit = seeded(x, old * x if key == "input_tokens" else old)
-        fits[key] = folded(fit, x, y)
-    ratio = fits.get("input_tokens")
-    return replace(
-        state,
-        size_fits=fits,
-        input_ratio=mean_value(ratio) / mean_size(ratio) if ratio and mean_size(ratio) > 0 else state.input_ratio,
-        output_tokens=_mean(fits, "output_tokens", state.output_tokens),
-        calls=_mean(fits, "api_calls", state.calls),
-        run_seconds=_mean(fits, "seconds", state.run_seconds),
-    )
-
-
-def _scalar(state: Learned, key: str) -> float | None:
-    return {
-        "input_tokens": state.input_ratio,
-        "output_tokens": state.output_tokens,
-        "api_calls": state.calls,
-        "seconds": state.run_seconds,
-    }[key]
-
-
-def _mean(fits: Mapping[str, Fit], key: str, otherwise: float | None) -> float | None:
-    fit = fits.get(key)
-    return mean_value(fit) if fit is not None else otherwise
 
 
 def _windowed(state: Learned, now: datetime, calls: float, limited: float, charged: float, seconds: float) -> Learned:
@@ -306,12 +290,20 @@ def _inferred(state: Learned, ctx: Context, now: datetime) -> Learned:
         # draw understates (the width bounds and the learned cap answer it). Only runs that re-send their
         # whole context on every call draw evenly enough for the mean to measure the bucket.
         return state
-    current = ctx.limits.limits["input_tokens_per_minute"]
+    key = "input_tokens_per_minute"
+    current = ctx.limits.limits[key]
     per_minute = int(max(1, ctx.in_use) * state.window_input / state.window_seconds * 60)
     if current.confidence != "medium" or per_minute >= current.value:
         return state
+    verdict = _weighed(state, {key: per_minute}, None, now, ctx, INFERRED)
+    if key not in verdict.limits:  # one audit's runs showing far less than is known: held as a claim
+        return verdict.state
+    value, by = verdict.limits[key]
     return replace(
-        state, inferred_limits={**state.inferred_limits, "input_tokens_per_minute": per_minute}, inferred_at=now
+        verdict.state,
+        inferred_limits={**state.inferred_limits, key: value},
+        inferred_by={**state.inferred_by, key: by},
+        inferred_at=now,
     )
 
 

@@ -64,6 +64,11 @@ class ResolvedLimits:
         return max(8_000, context - max(OUTPUT_RESERVE_TOKENS, context // 4))
 
 
+def built_in(key: str) -> int:
+    """A limit's built-in default (the lowest tier the table knows): what no repository's word lowers."""
+    return _DEFAULTS[key]
+
+
 def provider_for(model: str) -> str:
     name = model.lower()
     if name.startswith("claude"):

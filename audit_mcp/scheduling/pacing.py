@@ -70,6 +70,7 @@ def run_outcome(
         wave_size=wave_size,
         succeeded=succeeded,
         rate_limited=sum(1 for s in signals.values() if s.rate_limited),
+        limited_texts=[text for packet, text in reported.items() if signals[packet].rate_limited],
         failures=[text for packet, text in reported.items() if packet not in learned_already],
         absorbed=int(sum(float(u.get("rate_limited_calls") or 0) for u in usage if u)),
         calls=int(sum(float(u.get("api_calls") or 0) for u in usage if u)),
@@ -90,6 +91,7 @@ def forecast_view(forecast: Forecast) -> dict[str, Any]:
         "time_range": f"about {_minutes(low)} to {_minutes(high)}" if forecast.packets else "nothing to do",
         "paced_by": forecast.paced_by,
         "pace": forecast.pace,
+        "limits": forecast.limits,  # each limit's value, where it came from, and whether it binds
     }
 
 

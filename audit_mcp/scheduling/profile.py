@@ -30,8 +30,14 @@ CACHED_RATIO = 4.0
 INFERRED_SOURCE = "inferred from throttled runs"  # how a limit lowered by ``learning._inferred`` is shown
 # How a built-in guess is shown once throttling bore it out (``learning._corroborated``): it binds from then on.
 CORROBORATED_SOURCE = "built-in table, borne out by throttled runs"
+OBSERVED_SOURCE = "rate-limit headers"  # how a limit a provider's headers or 429 message quoted is shown
 PER_MINUTE = ("input_tokens_per_minute", "output_tokens_per_minute", "requests_per_minute")
 FIT_KEYS = ("input_tokens", "output_tokens", "api_calls", "seconds")  # the usage a run profile is fitted on
+PROBE = "provider probe"  # the teacher of limits the provider itself answered (trusted, as configuration is)
+# One audit's claim past the bounds a single audit may teach (``claims``): kind (a limit's key, ``inferred:`` and
+# a key, or ``wait``), teacher (a digest of the audit's repository identity), value (a limit; for a wait, its
+# end in epoch seconds), and when it was made (epoch seconds).
+Claim = tuple[str, str, float, float]
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,15 @@ class Learned:
     # The most runs at once (the capacity the host was told) that a packet came back clean at: a built-in guess
     # that allows far fewer was refuted by it, whatever throttling comes later (``learning._corroborated``).
     clean_width: float | None = None
+    # The teachers (audits, by a digest of their repository's identity; ``PROBE`` for the provider itself) behind
+    # each observed and inferred limit: one, or several that corroborated a claim past one audit's bounds.
+    observed_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    inferred_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Each teacher's latest observed value of each limit (the last few teachers): what is known without one
+    # teacher's word is what the others observed, so no teacher lowers a limit step by step past its bound.
+    observations: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Claims past the bounds one audit may teach, held until another audit corroborates them (``claims``).
+    claims: tuple[Claim, ...] = ()
 
     @property
     def known(self) -> bool:
@@ -204,7 +219,8 @@ def with_observed(limits: ResolvedLimits, learned: Learned) -> ResolvedLimits:
     for key, value in learned.inferred_limits.items():
         old = merged.get(key)
         if old is not None and value > 0 and old.confidence == "medium" and value < old.value:
-            merged[key] = Limit(value, f"{INFERRED_SOURCE} at {_stamp(learned.inferred_at)}", "medium")
+            by = support(learned.inferred_by.get(key, ()))
+            merged[key] = Limit(value, f"{INFERRED_SOURCE} at {_stamp(learned.inferred_at)} ({by})", "medium")
     for key, value in learned.corroborated_limits.items():
         old = merged.get(key)
         # Only the guess that was borne out: a different guess (another model's table, a new release's) is not.
@@ -212,8 +228,16 @@ def with_observed(limits: ResolvedLimits, learned: Learned) -> ResolvedLimits:
             merged[key] = Limit(value, f"{CORROBORATED_SOURCE} at {_stamp(learned.corroborated_at)}", "medium")
     for key, value in learned.observed_limits.items():
         if key in merged and value > 0:
-            merged[key] = Limit(value, f"rate-limit headers seen {_stamp(learned.observed_at)}", "high")
+            by = support(learned.observed_by.get(key, ()))
+            merged[key] = Limit(value, f"{OBSERVED_SOURCE} seen {_stamp(learned.observed_at)} ({by})", "high")
     return ResolvedLimits(limits.provider, limits.model, merged)
+
+
+def support(teachers: tuple[str, ...]) -> str:
+    """Who stands behind a learned value, for its source: the provider itself, one audit, or several."""
+    if PROBE in teachers:
+        return "read from the provider"
+    return "one audit" if len(teachers) <= 1 else f"corroborated by {len(teachers)} audits"
 
 
 def lapsed(learned: Learned, now: datetime, half_life: timedelta) -> Learned:

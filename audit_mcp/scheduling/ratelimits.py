@@ -249,6 +249,14 @@ def parse_error_text(text: str, now: datetime) -> RateLimitSignal:
     )
 
 
+def stop_summary(hard_stop: str) -> str:
+    """A hard stop without the words it quotes: what the learned state every audit reads may keep of it (the
+    excerpt and the reset time come from a text the repository under audit may have written)."""
+    for cut in (": ", " until ", " (printed"):
+        hard_stop = hard_stop.split(cut, 1)[0]
+    return hard_stop
+
+
 def _phrase_unit(unit: str) -> float:
     u = unit.lower()
     if u.startswith(("ms", "milli")):

@@ -40,10 +40,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from audit_mcp.scheduling import profile, reasons
+from audit_mcp.scheduling import profile, provenance, reasons
 from audit_mcp.scheduling.budget import admissible_tokens
 from audit_mcp.scheduling.launch_pacing import SLOT_PACER, by_wave, launch_interval, launch_offsets, slot_offsets
 from audit_mcp.scheduling.limits import MAX_WAVE_WIDTH, ResolvedLimits, waves_for
@@ -95,6 +95,8 @@ class Forecast:
     # What sets the width: "host", "packets", "slow_start", "learned_cap", or the per-minute limit that binds.
     paced_by: str = "host"
     pace: str = ""  # the same in a sentence, naming a configured limit that sets the pace
+    # Each per-minute limit: its value, where it came from, and whether it binds (``provenance``).
+    limits: dict[str, dict[str, object]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -279,7 +281,9 @@ def schedule(
         learned_cap=None if slow else learned_cap,  # slow start is a guess, not something learned
         blocked=learned.hard_stop,
         oversize=facts.oversize,
-        forecast=replace(forecast, paced_by=paced_by, pace=reasons.pace(facts)),
+        forecast=replace(
+            forecast, paced_by=paced_by, pace=reasons.pace(facts), limits=provenance.limit_sources(limits, learned)
+        ),
         reasoning=reasons.reasoning(facts),
         launch_interval_seconds=interval,
         launch_offsets=offsets,

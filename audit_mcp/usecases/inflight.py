@@ -93,6 +93,8 @@ class InFlight:
     submitted: set[str]
     reported: dict[str, str]  # failures reported before the merge, by packet id
     dispatched_at: datetime | None = None  # when the run was dispatched: its launch offsets count from about then
+    teacher: str = ""  # whose word its evidence is (``scheduling.claims``): the audit's repository, digested
+    base: ResolvedLimits | None = None  # the limits as configured or tabled, without anything learned
 
     def live(self, launched: Collection[str], now: datetime) -> Live:
         """The schedule now for the packets neither launched, submitted nor reported failed."""
@@ -119,7 +121,16 @@ class InFlight:
         """What the plan is now: the evidence arriving is judged against it."""
         mean = sum(p.estimated_tokens for p in self.loads) / len(self.loads) if self.loads else 0.0
         width = self.live((), now).capacity
-        return Context(self.limits, self.context.host_cap, self.context.mode, mean, width, self.context.half_life)
+        return Context(
+            self.limits,
+            self.context.host_cap,
+            self.context.mode,
+            mean,
+            width,
+            self.context.half_life,
+            teacher=self.teacher,
+            base=self.base,
+        )
 
 
 def in_flight(ws: Workspace, config: SessionConfig, tx: Tx, run_id: str) -> InFlight | None:
@@ -129,7 +140,8 @@ def in_flight(ws: Workspace, config: SessionConfig, tx: Tx, run_id: str) -> InFl
     if context is None:
         return None
     learned = ws.learned.get(context.key)
-    limits = with_observed(resolve_limits(context.model, context.provider, config.model), learned)
+    base = resolve_limits(context.model, context.provider, config.model)
+    limits = with_observed(base, learned)
     loads = [
         PacketLoad(p.packet_id, p.estimated_tokens, TIER_ORDER.get(p.model_tier, 1), context.units.get(p.packet_id, 1))
         for p in tx.packets(run_id)
@@ -137,7 +149,7 @@ def in_flight(ws: Workspace, config: SessionConfig, tx: Tx, run_id: str) -> InFl
     submitted, reported = tx.submitted_packet_ids(run_id), tx.reported_failures(run_id)
     run = tx.run(run_id, plan=False)
     dispatched = datetime.fromisoformat(run.created_at.replace("Z", "+00:00")) if run is not None else None
-    return InFlight(run_id, context, limits, learned, loads, submitted, reported, dispatched)
+    return InFlight(run_id, context, limits, learned, loads, submitted, reported, dispatched, ws.teacher, base)
 
 
 def learn_from_usage(ws: Workspace, run_id: str, estimated_tokens: int, usage: Mapping[str, Any]) -> None:

@@ -10,12 +10,14 @@ states is reported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from audit_mcp.core.errors import ConfigError
+from audit_mcp.scheduling.claims import observed
 from audit_mcp.scheduling.learned import state_key
 from audit_mcp.scheduling.limits import resolve_limits
 from audit_mcp.scheduling.probe import probe
+from audit_mcp.scheduling.profile import PROBE
 from audit_mcp.usecases.workspace import Workspace
 
 PROBE_MODES = ("auto", "never", "force")
@@ -68,7 +70,7 @@ def probe_before_run(ws: Workspace, model: str | None, mode: str | None, provide
     if headers:
         ws.learned.update(
             state_key(limits.provider, limits.model),
-            lambda state: replace(state, observed_limits={**state.observed_limits, **headers}, observed_at=now),
+            lambda state: observed(state, {k: (v, (PROBE,)) for k, v in headers.items()}, now),
             now,
         )
     return ProbeOutcome(mode, f"{limits.provider}/{limits.model}: {answer.note}", headers, read)

@@ -11,6 +11,7 @@ from typing import Any
 
 from audit_mcp.core.models import LimitView, QuotaStatus
 from audit_mcp.scheduling.budget import packet_token_budget
+from audit_mcp.scheduling.claims import held_claims
 from audit_mcp.scheduling.limits import ResolvedLimits
 from audit_mcp.scheduling.pacing import iso, schedule_view
 from audit_mcp.scheduling.probe import probe
@@ -90,6 +91,7 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
     if learned.hard_stop:
         notes.append(f"Last hard stop: {learned.hard_stop}")
     notes += ws.learned.notes(key)
+    notes += [f"Not obeyed: {claim}." for claim in held_claims(learned, now, pacing.half_life)]
     view = schedule_view(planned, key)
     cooldown = run.cooldown_until if run is not None else iso(planned.cooldown_until)
     forecast = run.forecast() if run is not None else {**view["forecast"], "cells": 0, "pending_cells": 0}

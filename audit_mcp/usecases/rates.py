@@ -22,7 +22,7 @@ def pacing(
     """Limits (with any seen in real headers), learned state and its key, and the scheduler's settings."""
     settings = pacing_settings(config.scheduler, caps.dispatch_mode)
     base = resolve_limits(caps.model, provider, config.model)
-    key = state_key(base.provider, base.model)
+    key = state_key(base.provider, base.model, ws.teacher)
     learned = lapsed(ws.learned.get(key), ws.clock(), settings.half_life)
     return with_observed(base, learned), learned, key, settings
 

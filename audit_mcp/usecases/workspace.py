@@ -5,6 +5,7 @@ Every use case takes a ``Workspace``; the facade (``AuditService``) is one.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -111,6 +112,7 @@ class Workspace:
         self.memo = Memo()  # forecasts between two changes of the store (usecases.memo)
         # Files this process rendered and wrote, with what they looked like then (see ``wrote``).
         self._written: dict[Path, tuple[int, int, int]] = {}
+        self._teacher: str | None = None
 
     @property
     def store(self) -> Store:
@@ -138,6 +140,19 @@ class Workspace:
     def run_tag(self) -> str:
         """The tag every run id of this artifacts folder carries (``artifacts.run_tag``)."""
         return artifacts.run_tag(self.binding)
+
+    @property
+    def teacher(self) -> str:
+        """Whose word this audit's evidence is, to the learned state every audit shares (``scheduling.claims``):
+        a digest of the repository's identity (its first commit and origin, or the audit name the user gave),
+        else of its path, so that two checkouts of one repository are one teacher, not two."""
+        if self._teacher is None:
+            try:
+                identity = repo_identity(self.root, self._audit_name).key
+            except ConfigError:  # no git history: the checkout's path is all that tells it apart
+                identity = f"path:{self.root}"
+            self._teacher = hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        return self._teacher
 
     def has_state(self) -> bool:
         """Whether this artifacts directory holds an audit database already."""
