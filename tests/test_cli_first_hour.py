@@ -170,7 +170,9 @@ def test_next_step_lenses_chooses_the_lenses_of_the_audit_it_starts(
     prompt = Path(plan["packets"][0]["prompt_path"]).read_text()
     assert "### Lens `security`" in prompt and "### Lens `performance`" not in prompt
     assert main(["next-step", "--root", root, "--lenses", "correctness"]) == exits.EXIT_ERROR
-    assert "lenses are chosen when an audit starts" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--lenses correctness was not applied: the lenses are read when an audit starts" in err
+    assert "audit-mcp next-step --new-audit --lenses correctness" in err
 
 
 def _blocked(repo: Path) -> None:

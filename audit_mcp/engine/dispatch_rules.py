@@ -30,8 +30,9 @@ _STATUS = (
     "answered with that packet among the next to launch, so call it before every launch after the first ones."
 )
 _STATUS_CLI = (
-    " Without MCP tools, write those failures to a file and run this, with the ids of the packets you started, "
-    "comma-separated, after `--launched`:"
+    " Without MCP tools, run this, adding `--launched` with the ids of the packets you started, comma-separated "
+    "(`--launched ID1,ID2`), and, only when packets failed, `--failures FILE` with those failures written to FILE "
+    'as a JSON list of `{"packet_id": ..., "error": ...}` (leave `--failures` out when none failed):'
 )
 
 

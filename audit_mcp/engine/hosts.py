@@ -21,7 +21,9 @@ _FIELDS = (
 DISPATCH_MODES = ("rolling", "whole_wave")
 
 # Kept with the answers: the client that gave them, and the lenses an audit was started with (--lenses).
-_REMEMBERED = (*_FIELDS, "client_name", "lenses")
+_REMEMBERED = (*_FIELDS, "client_name", "lenses", "since", "analyzers")
+# What an audit is started with, remembered for it and never carried to the next audit.
+STARTED_WITH = ("lenses", "since", "analyzers")
 
 # What well-known clients can do, by a substring of the clientInfo name they announce. Cursor waits for a
 # whole batch of subagents before it starts the next (whole_wave); the others refill a slot as soon as a

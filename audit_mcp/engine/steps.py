@@ -120,8 +120,10 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     interval = planned.get("launch_interval_seconds") or None
     width = waves[0] if waves else 0
     rules = rolling_rules(ctx.run_id, width, offsets) if mode == "rolling" else whole_wave_rules(ctx.run_id, offsets)
-    status_cli = _cli(ctx, "plan-status", "--run-id", ctx.run_id, "--failures", "FAILURES.json", "--launched", "ID,ID")
-    merge_cli = _cli(ctx, "merge-and-ingest", "--run-id", ctx.run_id, "--failures", "FAILURES.json")
+    # Commands that work as pasted: the optional parts (failures, launched packets) are described, not filled
+    # with placeholders that would fail.
+    status_cli = _cli(ctx, "plan-status", "--run-id", ctx.run_id)
+    merge_cli = _cli(ctx, "merge-and-ingest", "--run-id", ctx.run_id)
     resumed = (
         f"{len(ctx.submitted)} packet(s) of this run are already submitted ({', '.join(ctx.submitted)}); "
         "do not launch them again."
@@ -176,8 +178,11 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
 def _single(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     assert ctx.run_id is not None
     packet = ctx.outstanding[0]
+    # The results file the packet prompt names (its token is sealed for this host): the command works as pasted
+    # once the reviewer has written it.
+    results = packet.get("results_path") or "results.json"
     submit_cli = _cli(
-        ctx, "submit-packet", "--run-id", ctx.run_id, "--packet-id", packet["packet_id"], "--results", "RESULTS.json"
+        ctx, "submit-packet", "--run-id", ctx.run_id, "--packet-id", packet["packet_id"], "--results", results
     )
     prompt = render(
         "steps/single_task_fallback.md",
@@ -207,12 +212,12 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
     elif ctx.kind == "single_task_fallback":
         prompt, actions, stop, extra = _single(ctx)
     elif ctx.kind == "capability_check":
-        answer_cli = _cli(
-            ctx, "next-step", "--host-can-dispatch-subagents", "true|false", "--host-max-active-subagents", "N"
-        )
+        can_cli = _cli(ctx, "next-step", "--host-can-dispatch-subagents", "true", "--host-max-active-subagents", "4")
+        cannot_cli = _cli(ctx, "next-step", "--host-can-dispatch-subagents", "false")
         prompt = render(
             "steps/capability_check.md",
-            answer_cli=answer_cli,
+            can_cli=can_cli,
+            cannot_cli=cannot_cli,
             coverage_line=_coverage_line(ctx),
             forecast_line=forecast_line(ctx.forecast),
         )
@@ -221,7 +226,8 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
             "next_step(host_can_dispatch_subagents=true|false, host_max_active_subagents=N, "
             "host_can_restrict_subagent_tools=true|false, host_can_select_subagent_model=true|false, "
             'host_model="...")',
-            answer_cli,
+            can_cli,
+            cannot_cli,
         ]
         stop = "Stop after answering once with next_step; do not run shell commands to find out."
     elif ctx.kind == "wait":
@@ -243,9 +249,7 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
             "steps/present_report.md",
             report_path=str(ctx.report_path),
             report_cli=_cli(ctx, "report"),
-            evidence_cli=_cli(
-                ctx, "runtime-evidence", "--finding", "F001", "--file", "OUTPUT.txt", "--verdict", "reproduced"
-            ),
+            evidence_cli=_cli(ctx, "runtime-evidence"),
             coverage_line=_coverage_line(ctx),
         )
         actions = ["read resource audit://report", f"read file {ctx.report_path}", _cli(ctx, "report")]

@@ -61,6 +61,8 @@ def next_step(
     chosen = list(lenses) if lenses else None
     if chosen:
         arguments["lenses"] = chosen
+    if since:
+        arguments["since"] = since
     try:
         config = ws.config(fresh=new_audit)
         if chosen:
@@ -79,9 +81,9 @@ def next_step(
     # The audit this call found: a new audit replaces that one, so callers that race to start one all join the
     # first that does (single-flight), whatever the audit each of them sees later in the loop.
     named = [*analyzer_sarif, *map(Path, confined)]
-    started_on = _take_answers(
-        ws, arguments, new_audit=new_audit, retry_blocked=retry_blocked, analyzer_sarif=named, lenses=chosen
-    )
+    if named:
+        arguments["analyzers"] = sorted(str(Path(p).resolve()) if Path(p).is_absolute() else str(p) for p in named)
+    started_on = _take_answers(ws, arguments, new_audit=new_audit, retry_blocked=retry_blocked)
     _collect_results_files(ws)
     start_fresh = new_audit
     history: list[tuple[Obligation, tuple[object, ...]]] = []
@@ -113,25 +115,16 @@ def _take_answers(
     *,
     new_audit: bool,
     retry_blocked: bool,
-    analyzer_sarif: Sequence[Path],
-    lenses: Sequence[str] | None,
 ) -> int | None:
-    """Record this call's capability answers and a cleared blocker; refuse a new audit over one in flight.
-    Returns the current audit's id (``None``: none yet)."""
+    """Record this call's capability answers and a cleared blocker; refuse a new audit over one in flight,
+    and an option that only a new audit reads (since, lenses, analyzer output) when it differs from what the
+    current audit started with. Returns the current audit's id (``None``: none yet)."""
     with ws.store.write() as tx:
         tx.records_host_only()  # the queue stays as it is: a forecast recorded before this call still holds
         audit = tx.current_audit()
         live = audit is not None and audit.abandoned_at is None
-        if analyzer_sarif and live and not new_audit:
-            raise ConfigError(
-                "analyzer results (SARIF, bandit or semgrep JSON) are read when an audit starts; pass them on "
-                "the first next-step, or with --new-audit (new_audit=true) to start a new audit"
-            )
-        if lenses and audit is not None and not new_audit:
-            raise ConfigError(
-                f"audit {audit.audit_id} already runs with the lenses {', '.join(audit.lenses)}; lenses are chosen "
-                "when an audit starts: pass them with --new-audit (new_audit=true) to start one with them"
-            )
+        if audit is not None and live and not new_audit and (refusal := _not_applied(audit, arguments)) is not None:
+            raise ConfigError(refusal)
         if audit is not None and live and (new_audit or retry_blocked):
             if new_audit and audit.synthesized_at is None and tx.cells(audit.audit_id, [CellState.ASSIGNED]):
                 raise ConfigError(
@@ -152,6 +145,37 @@ def _take_answers(
         if audit is not None:
             tx.set_host_caps(audit.audit_id, hosts.remember(arguments, remembered))
         return audit.audit_id if audit is not None else None
+
+
+_STARTING_OPTIONS = {
+    "since": ("--since", "since", "the files changed since a git ref"),
+    "lenses": ("--lenses", "lenses", "the lenses"),
+    "analyzers": ("--analyzer-results", "analyzer_results", "analyzer output (SARIF, bandit or semgrep JSON)"),
+}
+
+
+def _not_applied(audit: AuditRow, arguments: Mapping[str, Any]) -> str | None:
+    """Why an option this call gives cannot apply to ``audit`` (it is read when an audit starts, and this audit
+    started without it, or with another value), with the command that would apply it; ``None`` when it is
+    what the audit started with (a resumed ``run`` repeats its options) or not given."""
+    for key, (flag, argument, what) in _STARTING_OPTIONS.items():
+        given = arguments.get(key)
+        if given is None or given == audit.host_caps.get(key):
+            continue
+        shown = " ".join(given) if isinstance(given, list) else str(given)
+        started = audit.host_caps.get(key)
+        had = (
+            f"with {flag} {' '.join(started) if isinstance(started, list) else started}"
+            if started
+            else f"without {flag}"
+        )
+        return (
+            f"{flag} {shown} was not applied: {what} are read when an audit starts, and audit {audit.audit_id} "
+            f"started {had}. Nothing changed. To start a new audit with it, run `audit-mcp next-step --new-audit "
+            f"{flag} {shown}` (over MCP: next_step with new_audit=true and {argument}); to go on with audit "
+            f"{audit.audit_id}, leave {flag} out."
+        )
+    return None
 
 
 def _confined(ws: Workspace, index: int, raw: str) -> str:

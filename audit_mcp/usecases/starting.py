@@ -58,8 +58,9 @@ def intake(
             digest=manifest.digest,
             lenses=lenses,
         )
-        # Host answers carry over to a new audit; a lens choice belongs to the audit it started.
-        carried = {k: v for k, v in (previous.host_caps if previous else {}).items() if k != "lenses"}
+        # Host answers carry over to a new audit; what an audit was started with (lenses, since, analyzer
+        # output) belongs to that audit.
+        carried = {k: v for k, v in (previous.host_caps if previous else {}).items() if k not in hosts.STARTED_WITH}
         tx.set_host_caps(audit_id, hosts.remember(arguments, carried))
         tx.insert_files(audit_id, manifest.files)
         tx.insert_edges(audit_id, manifest.edges)

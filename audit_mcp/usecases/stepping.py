@@ -77,6 +77,11 @@ def agent_step(
             ctx.plan = run.plan
             ctx.plan_path = ws.plan_path(run.run_id)
             ctx.outstanding = [p for p in run.plan["packets"] if p["packet_id"] not in submitted]
+            if ctx.kind == "single_task_fallback" and ctx.outstanding:
+                # The one packet this host reviews itself: its results file, as its prompt names it.
+                first = ctx.outstanding[0]
+                results = str(ws.results_path(run.run_id, first["packet_id"]))
+                ctx.outstanding = [first | {"results_path": results}, *ctx.outstanding[1:]]
             ctx.submitted = sorted(submitted)
             if holding is not None:  # a shared run: only the packets this host holds, with prompts it rendered
                 mine = set(holding.mine)
