@@ -5,6 +5,8 @@ to do."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -14,7 +16,11 @@ from mcp import Client
 
 from audit_mcp.surfaces.cli import exits, main
 from audit_mcp.surfaces.server import build_server
-from tests.driving import cli, opinions, past_context_json
+from audit_mcp.usecases.service import AuditService
+from tests.driving import cli, finish, opinions, past_context_json
+from tests.test_headless import TEMPLATE
+
+PROJECT = Path(__file__).resolve().parent.parent
 
 NEXT = ("--host-can-dispatch-subagents", "true", "--host-max-active-subagents", "4")
 
@@ -95,3 +101,102 @@ def test_every_command_a_step_prompt_prints_works_as_pasted(
     done = _bash(merge, tmp_path)  # nothing submitted, nothing reported: every packet counts as failed
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["packets_failed"] == len(step["packet_ids"])
+
+
+def _workflow_steps() -> list[tuple[str, dict[str, str], str]]:
+    """The workflow's shell steps in order: (name, env, script), from the shipped file."""
+    lines = (PROJECT / "docs" / "github-actions-audit.yml").read_text().splitlines()
+    steps: list[tuple[str, dict[str, str], str]] = []
+    current: dict[str, object] = {}
+    i = 0
+    while i < len(lines):
+        text = lines[i].strip()
+        if text.startswith("- "):
+            if current.get("run"):
+                steps.append((str(current.get("name", "")), dict(current["env"]), str(current["run"])))  # type: ignore[call-overload]
+            current = {"env": {}}
+            text = text[2:]
+        key, _, value = text.partition(":")
+        if key == "name":
+            current["name"] = value.strip()
+        elif key == "env":
+            indent = len(lines[i]) - len(lines[i].lstrip())
+            while i + 1 < len(lines) and len(lines[i + 1]) - len(lines[i + 1].lstrip()) > indent:
+                i += 1
+                k, _, v = lines[i].strip().partition(":")
+                current["env"][k] = v.strip()  # type: ignore[index]
+        elif key == "run":
+            if value.strip() == "|":
+                indent = len(lines[i]) - len(lines[i].lstrip())
+                body = []
+                while i + 1 < len(lines) and len(lines[i + 1]) - len(lines[i + 1].lstrip()) > indent:
+                    i += 1
+                    body.append(lines[i].strip())
+                current["run"] = "\n".join(body)
+            else:
+                current["run"] = value.strip()
+        i += 1
+    if current.get("run"):
+        steps.append((str(current.get("name", "")), dict(current["env"]), str(current["run"])))  # type: ignore[call-overload]
+    return steps
+
+
+@pytest.mark.parametrize("ending", ["partial", "blocked"])
+def test_the_actions_example_uploads_sarif_after_a_partial_or_blocked_run(
+    repo: Path, tmp_path: Path, ending: str
+) -> None:
+    """The workflow's steps run in order (the install step aside, Claude Code replaced by the scripted worker):
+    after exit 3 (partial) or 4 (blocked) the SARIF it uploads is there and valid."""
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    outputs = tmp_path / "github-output"
+    env = {**os.environ, "GITHUB_OUTPUT": str(outputs), "SCRIPTED_WORKER_STATE": str(tmp_path / "workers")}
+    if ending == "blocked":
+        env["SCRIPTED_WORKER_AUTH"] = "1"
+    (tmp_path / "workers").mkdir()
+    ran = []
+    for name, step_env, script in _workflow_steps():
+        if name.startswith("Install") or script.strip() == "exit 1":
+            continue
+        script = script.replace("${{ runner.temp }}", str(temp))
+        script = re.sub(r"--worker '.*'", lambda _: f"--worker {shlex.quote(TEMPLATE)}", script)
+        if " run " in script and ending == "partial":
+            script = script.replace("audit-mcp run ", "audit-mcp run --max-runs 1 ", 1)
+        values = {k: v.replace("${{ runner.temp }}", str(temp)) for k, v in step_env.items() if "secrets." not in v}
+        done = subprocess.run(["bash", "-c", script], cwd=repo, env={**env, **values}, capture_output=True, text=True)
+        assert done.returncode == 0, (name, done.stdout, done.stderr)
+        ran.append(name)
+    assert len(ran) == 2  # the audit, then the SARIF
+    assert outputs.read_text().strip() == ("code=3" if ending == "partial" else "code=4")
+    sarif = json.loads((temp / "audit-mcp" / "upload.sarif").read_text())
+    assert sarif["version"] == "2.1.0" and sarif["runs"][0]["invocations"][0]["executionSuccessful"] is False
+    assert (temp / "audit-mcp" / "report" / "report.md").is_file()  # the artifact step's folder exists
+
+
+def test_reports_keep_their_history_through_abandon_and_report_audit_n(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = AuditService(repo)
+    assert finish(service, service.next_step({"can_dispatch_subagents": True})).step_kind == "present_report"
+    final = service.report("md")
+    assert "Provisional" not in final
+    root = str(repo)
+    with (repo / "app" / "db.py").open("a") as changed:  # a change for the next audit to review
+        changed.write("# reviewed again\n")
+    code, step = cli(capsys, "next-step", "--root", root, "--new-audit", *NEXT)
+    assert code == 0 and step["step_kind"] == "dispatch_review"
+    code, _ = cli(capsys, "abandon", "--root", root, "--reason", "wrong branch")
+    assert code == 0
+    code, text = cli(capsys, "report", "--root", root)
+    err = capsys.readouterr().err
+    assert code == 0 and text == final  # the last complete report, not the abandoned audit's
+    assert (repo / ".audit-mcp" / "report" / "report.md").read_text() == final
+    code, abandoned = cli(capsys, "report", "--root", root, "--audit", "2")
+    assert code == 0 and "Provisional, abandoned" in abandoned and "wrong branch" in abandoned
+    assert "still running" not in abandoned
+    code, first = cli(capsys, "report", "--root", root, "--audit", "1", "--format", "json")
+    assert code == 0 and first["audit"]["audit_id"] == 1 and first["provisional"] is False
+    assert (repo / ".audit-mcp" / "report" / "audits" / "1" / "report.md").read_text() == final
+    code, _ = cli(capsys, "report", "--root", root, "--audit", "7")
+    assert code != 0
+    del err

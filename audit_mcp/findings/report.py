@@ -51,6 +51,7 @@ class ReportInput:
     provisional: bool = False  # the audit has not finished: the report changes as reviews arrive
     completeness_reason: str | None = None  # why it is not complete when that is not a gap (nothing in scope)
     blocker: str | None = None
+    abandoned: str | None = None  # when and why the audit was abandoned: its report stays provisional for good
     scripted_reviewers: Sequence[str] = ()  # labels of programs, not models, that answered the packets
     opinions: Opinions = field(default_factory=Opinions)
 
@@ -207,8 +208,13 @@ def honesty_notes(r: ReportInput) -> list[str]:
             f"> **Reviews: scripted.** Every packet was answered by a {'; '.join(r.scripted_reviewers)}. The "
             "findings show how the audit runs, not what any model found in this code."
         )
-    if r.provisional:
-        state = f"blocked ({r.blocker})" if r.blocker else "still running"
+    if r.provisional and r.abandoned:
+        notes.append(
+            f"> **Provisional, abandoned:** the audit was abandoned ({md_inline(r.abandoned)}) and will not finish: "
+            f"{_reviewed_line(r)}. This is what it had found when it stopped; a new audit writes a final report."
+        )
+    elif r.provisional:
+        state = f"blocked ({md_inline(r.blocker)})" if r.blocker else "still running"
         notes.append(
             f"> **Provisional:** the audit is {state}: {_reviewed_line(r)}. Findings and gaps change as reviews "
             "arrive; the final report is written when every cell has an outcome."

@@ -19,6 +19,17 @@ class AuditQueries(Queries):
         row = self.conn.execute("SELECT * FROM audits ORDER BY audit_id DESC LIMIT 1").fetchone()
         return None if row is None else self._audit(row)
 
+    def audit(self, audit_id: int) -> AuditRow | None:
+        row = self.conn.execute("SELECT * FROM audits WHERE audit_id = ?", (audit_id,)).fetchone()
+        return None if row is None else self._audit(row)
+
+    def latest_finished_audit(self) -> AuditRow | None:
+        """The latest audit whose report was written (synthesized), abandoned or not after it."""
+        row = self.conn.execute(
+            "SELECT * FROM audits WHERE synthesized_at IS NOT NULL ORDER BY audit_id DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else self._audit(row)
+
     def audit_ids(self) -> list[int]:
         return [r[0] for r in self.conn.execute("SELECT audit_id FROM audits ORDER BY audit_id")]
 

@@ -58,7 +58,8 @@ def open_store(
     except ImportError as exc:
         raise ConfigError(
             f"a PostgreSQL store needs the psycopg driver ({exc}); install it with "
-            "`pip install 'audit-mcp-server[postgresql]'`"
+            "`pip install 'psycopg[binary,pool]>=3.1'` (or, in audit-mcp's clone, "
+            "`pip install '.[postgresql]'`)"
         ) from exc
     return PostgresStore(url.strip(), identity(), migrations, migrate=migrate)
 

@@ -127,7 +127,11 @@ class HeadlessRunner:
         # .claude/settings.json, AGENTS.md) finds none of the repository's. The root is in {root}.
         with tempfile.TemporaryDirectory(prefix="audit-mcp-worker-") as place:
             self._cwd = Path(place)
-            return self._run()
+            result = self._run()
+        if result.step.step_kind != "present_report" and self.service.has_audit():
+            # What a partial, blocked or paused audit found so far, where a CI step uploads it from (report/).
+            self.service.write_report_files()
+        return result
 
     def _run(self) -> HeadlessResult:
         caps: dict[str, Any] = {

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp.core.config import CONFIG_FILENAME, REPOSITORY_CONFIG, SessionConfig
-from audit_mcp.core.errors import ConfigError, PathError
+from audit_mcp.core.errors import ConfigError, NotFoundError, PathError
 from audit_mcp.core.fs import resolve_inside, write_atomic
 from audit_mcp.engine import drift
 from audit_mcp.engine.coverage import completeness, totals
@@ -22,7 +22,8 @@ from audit_mcp.findings.report_opinions import Opinions
 from audit_mcp.findings.sarif import render_sarif
 from audit_mcp.findings.synthesis import Finding
 from audit_mcp.findings.synthesis import synthesize as synthesize_findings
-from audit_mcp.store.records import CellKind, CellState, FileRow
+from audit_mcp.store.records import AuditRow, CellKind, CellState, FileRow
+from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.verifying import judged_same
 from audit_mcp.usecases.workspace import Workspace
 
@@ -38,12 +39,13 @@ def declare_scripted_reviewer(ws: Workspace, label: str) -> None:
         )
 
 
-def build_report_input(ws: Workspace, *, final: bool = False) -> ReportInput:
+def build_report_input(ws: Workspace, *, final: bool = False, audit_id: int | None = None) -> ReportInput:
     """Everything a rendering of the report needs, read in one snapshot; provisional unless ``final`` (the
-    report synthesis writes) or the audit is already synthesized."""
+    report synthesis writes) or the audit is already synthesized. ``audit_id``: an earlier audit's (default:
+    the current one)."""
     ws.require_state()
     with ws.store.read() as tx:
-        audit = ws.require_audit(tx)
+        audit = ws.require_audit(tx) if audit_id is None else _audit_numbered(ws, tx, audit_id)
         scripted = tx.ledger_details(audit.audit_id, SCRIPTED_REVIEWER)
         counts = tx.cell_counts(audit.audit_id)
         cells = tx.cells(audit.audit_id)
@@ -80,6 +82,7 @@ def build_report_input(ws: Workspace, *, final: bool = False) -> ReportInput:
         completeness_reason=_empty_reason(files) if not counts else _scope_reason(files),
         provisional=not final and audit.synthesized_at is None,
         blocker=audit.blocker,
+        abandoned=f"at {audit.abandoned_at}: {audit.abandon_reason}" if audit.abandoned_at else None,
         scripted_reviewers=scripted,
         lenses=audit.lenses,
         coverage_by_lens=by_lens,
@@ -194,53 +197,103 @@ def synthesize(ws: Workspace) -> None:
 
 
 def write_report_files(ws: Workspace, *, final: bool = False) -> ReportInput:
-    """The report in every format, from the store, written to this host's artifacts directory."""
+    """The report in every format, from the store, written to this host's artifacts directory; a final one
+    is also kept under report/audits/<N>/, where the next audit's reports never reach it."""
     report = build_report_input(ws, final=final)
-    write_atomic(ws.report_md_path, render_markdown(report))
-    write_atomic(ws.report_json_path, json.dumps(render_json(report), indent=2) + "\n")
-    write_atomic(ws.report_sarif_path, json.dumps(render_sarif(report), indent=2) + "\n")
+    texts = {
+        "md": render_markdown(report),
+        "json": json.dumps(render_json(report), indent=2) + "\n",
+        "sarif": json.dumps(render_sarif(report), indent=2) + "\n",
+    }
+    documented = {"md": ws.report_md_path, "json": ws.report_json_path, "sarif": ws.report_sarif_path}
+    for fmt, text in texts.items():
+        write_atomic(documented[fmt], text)
+        if not report.provisional:
+            write_atomic(ws.audit_report_path(report.audit_id, fmt), text)
     return report
 
 
-def report(ws: Workspace, fmt: str = "md", *, drop_refuted: bool = False) -> str:
-    """The report in ``fmt`` (md, json or sarif): the written file once synthesized, else provisional.
+def _audit_numbered(ws: Workspace, tx: Tx, audit_id: int) -> AuditRow:
+    audit = tx.audit(audit_id)
+    if audit is None:
+        known = ", ".join(str(n) for n in tx.audit_ids()) or "none"
+        raise NotFoundError(
+            f"there is no audit {audit_id} in {ws.artifacts_dir} (its audits: {known}); `audit-mcp status` lists them"
+        )
+    return audit
+
+
+def report_target(ws: Workspace, audit_id: int | None = None) -> tuple[AuditRow, str | None]:
+    """The audit a report is of, and a note when it is not the current one: ``audit_id`` when given; else the
+    current audit, unless it was abandoned and an earlier audit finished, whose report is then the last
+    complete one (an abandoned audit's provisional report is ``--audit N``'s)."""
+    ws.require_state()
+    with ws.store.read() as tx:
+        if audit_id is not None:
+            return _audit_numbered(ws, tx, audit_id), None
+        current = ws.require_audit(tx)
+        finished = tx.latest_finished_audit() if current.abandoned_at else None
+    if finished is None or current.abandoned_at is None:
+        return current, None
+    return finished, (
+        f"audit {current.audit_id} was abandoned ({current.abandoned_at}); this is the report of audit "
+        f"{finished.audit_id}, the latest that finished. `audit-mcp report --audit {current.audit_id}` prints "
+        "the abandoned audit's provisional report."
+    )
+
+
+def report(ws: Workspace, fmt: str = "md", *, drop_refuted: bool = False, audit_id: int | None = None) -> str:
+    """The report in ``fmt`` (md, json or sarif) of ``report_target``'s audit: final once synthesized (the
+    written file, for the current audit), else provisional.
 
     ``drop_refuted`` (SARIF only) leaves refuted findings out, for uploads that ignore ``suppressions``.
     """
     paths = {"md": ws.report_md_path, "json": ws.report_json_path, "sarif": ws.report_sarif_path}
     if fmt not in paths:
         raise ConfigError(f"unknown report format {fmt!r}; use md, json or sarif")
-    if drop_refuted:
-        if fmt != "sarif":
-            raise ConfigError("--drop-refuted applies to --format sarif only; the other formats keep refuted findings")
-        return json.dumps(render_sarif(build_report_input(ws), drop_refuted=True), indent=2) + "\n"
-    path = paths[fmt]
-    ws.require_state()
+    if drop_refuted and fmt != "sarif":
+        raise ConfigError("--drop-refuted applies to --format sarif only; the other formats keep refuted findings")
+    target, _ = report_target(ws, audit_id)
     with ws.store.read() as tx:
-        synthesized = ws.require_audit(tx).synthesized_at is not None
-    if synthesized and path.exists():
-        return path.read_text(encoding="utf-8")
-    # The audit is still running (or the file is gone): a provisional report from the current state.
-    current = build_report_input(ws)
+        current = ws.require_audit(tx)
+    synthesized = target.synthesized_at is not None
+    if synthesized and not drop_refuted:
+        # A finished audit's report is the one written when it finished (the next audit's never reach it).
+        written = paths[fmt] if target.audit_id == current.audit_id else ws.audit_report_path(target.audit_id, fmt)
+        if written.exists():
+            return written.read_text(encoding="utf-8")
+    built = build_report_input(ws, final=synthesized, audit_id=target.audit_id)
     if fmt == "md":
-        return render_markdown(current)
-    doc = render_json(current) if fmt == "json" else render_sarif(current)
+        return render_markdown(built)
+    doc = render_json(built) if fmt == "json" else render_sarif(built, drop_refuted=drop_refuted)
     return json.dumps(doc, indent=2) + "\n"
 
 
-def write_report(ws: Workspace, fmt: str = "md") -> tuple[str, Path, bool]:
-    """The report in ``fmt``, also at its documented path (report/report.<fmt>), and whether it is provisional.
+def write_report(
+    ws: Workspace, fmt: str = "md", *, audit_id: int | None = None, output: Path | None = None
+) -> tuple[str, Path, bool, str | None]:
+    """The report in ``fmt``, also written to a file, whether it is provisional, and a note on which audit it
+    is of (``report_target``). The file is ``output`` when given (its folders made); else the documented path
+    (report/report.<fmt>) for the current audit's report, and report/audits/<N>/report.<fmt> for another's.
 
     A finished audit's file is already there; a provisional one is written too, so a CI step that uploads
     report/report.sarif after a blocked or interrupted run finds it (the final report replaces it).
     """
-    text = report(ws, fmt)
-    path = {"md": ws.report_md_path, "json": ws.report_json_path, "sarif": ws.report_sarif_path}[fmt]
+    target, note = report_target(ws, audit_id)
+    text = report(ws, fmt, audit_id=target.audit_id)
+    provisional = target.synthesized_at is None
     with ws.store.read() as tx:
-        provisional = ws.require_audit(tx).synthesized_at is None
-    if provisional or not path.is_file():
+        current = ws.require_audit(tx)
+    documented = {"md": ws.report_md_path, "json": ws.report_json_path, "sarif": ws.report_sarif_path}[fmt]
+    if output is not None:
+        path = output
+    elif target.audit_id == current.audit_id:
+        path = documented
+    else:
+        path = ws.audit_report_path(target.audit_id, fmt)
+    if output is not None or provisional or not path.is_file():
         write_atomic(path, text)
-    return text, path, provisional
+    return text, path, provisional, note
 
 
 def coverage(ws: Workspace) -> dict[str, Any]:

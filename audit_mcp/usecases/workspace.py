@@ -231,6 +231,10 @@ class Workspace:
     def report_sarif_path(self) -> Path:
         return self.artifacts_dir / "report" / "report.sarif"
 
+    def audit_report_path(self, audit_id: int, fmt: str) -> Path:
+        """Where a finished audit's report is kept, whatever audits come after it."""
+        return self.artifacts_dir / "report" / "audits" / str(audit_id) / f"report.{fmt}"
+
     def run_dir(self, run_id: str) -> Path:
         return self.artifacts_dir / "runs" / run_id
 

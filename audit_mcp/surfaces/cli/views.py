@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from audit_mcp.core.fs import write_atomic
 from audit_mcp.surfaces.cli.common import Subparsers, emit, service_for, verb, workspace_for
 from audit_mcp.surfaces.cli.exits import EXIT_OK
 
@@ -34,6 +36,22 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="SARIF only: leave refuted findings out (GitHub code scanning ignores suppressions)",
     )
+    p.add_argument(
+        "--audit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the report of audit N (status lists them); default: the current audit's, or after an abandoned "
+        "audit the latest finished one's",
+    )
+    p.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the report to FILE (its folders made), e.g. for a CI upload step; default: "
+        "report/report.<format> in the artifacts directory",
+    )
 
 
 def _quota(args: argparse.Namespace) -> int:
@@ -57,11 +75,18 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    if args.drop_refuted:  # SARIF for uploads that ignore suppressions: printed, the written report unchanged
-        emit(service_for(args).report(args.format, drop_refuted=True))
+    service = service_for(args)
+    if args.drop_refuted:  # SARIF for uploads that ignore suppressions: the written report stays whole
+        text = service.report(args.format, drop_refuted=True, audit_id=args.audit)
+        if args.output is not None:
+            write_atomic(args.output, text)
+            print(f"audit-mcp: SARIF without refuted findings written to {args.output}", file=sys.stderr)
+        emit(text)
         return EXIT_OK
-    text, path, provisional = service_for(args).write_report(args.format)
+    text, path, provisional, note = service.write_report(args.format, audit_id=args.audit, output=args.output)
     emit(text)
     state = "provisional: the audit has not finished" if provisional else "final"
+    if note:
+        print(f"audit-mcp: {note}", file=sys.stderr)
     print(f"audit-mcp: report ({state}) written to {path}", file=sys.stderr)
     return EXIT_OK
