@@ -128,7 +128,7 @@ class HeadlessRunner:
         with tempfile.TemporaryDirectory(prefix="audit-mcp-worker-") as place:
             self._cwd = Path(place)
             result = self._run()
-        if result.step.step_kind != "present_report" and self.service.has_audit():
+        if (result.step is None or result.step.step_kind != "present_report") and self.service.has_audit():
             # What a partial, blocked or paused audit found so far, where a CI step uploads it from (report/).
             self.service.write_report_files()
         return result
