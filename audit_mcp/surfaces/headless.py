@@ -47,6 +47,7 @@ from audit_mcp.surfaces.workers import (
     wait_a_little,
     worker_env,
 )
+from audit_mcp.usecases import reporting
 from audit_mcp.usecases.probing import probe_before_run
 from audit_mcp.usecases.service import AuditService
 
@@ -128,9 +129,9 @@ class HeadlessRunner:
         with tempfile.TemporaryDirectory(prefix="audit-mcp-worker-") as place:
             self._cwd = Path(place)
             result = self._run()
-        if (result.step is None or result.step.step_kind != "present_report") and self.service.has_audit():
+        if result.step is None or result.step.step_kind != "present_report":
             # What a partial, blocked or paused audit found so far, where a CI step uploads it from (report/).
-            self.service.write_report_files()
+            reporting.write_current_report(self.service)
         return result
 
     def _run(self) -> HeadlessResult:

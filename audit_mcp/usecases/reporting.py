@@ -223,6 +223,16 @@ def _audit_numbered(ws: Workspace, tx: Tx, audit_id: int) -> AuditRow:
     return audit
 
 
+def write_current_report(ws: Workspace) -> bool:
+    """The current audit's report in every format (provisional until it is synthesized), when there is an
+    audit; whether there was one."""
+    with ws.store_if_any() as tx:
+        if tx is None or tx.current_audit() is None:
+            return False
+    write_report_files(ws)
+    return True
+
+
 def report_target(ws: Workspace, audit_id: int | None = None) -> tuple[AuditRow, str | None]:
     """The audit a report is of, and a note when it is not the current one: ``audit_id`` when given; else the
     current audit, unless it was abandoned and an earlier audit finished, whose report is then the last

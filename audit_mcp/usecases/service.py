@@ -170,11 +170,6 @@ class AuditService(Workspace):
     ) -> dict[str, Any]:
         return plans.plan_view(self, run_id, cursor=cursor, limit=limit, wave=wave)
 
-    def write_report(
-        self, fmt: str = "md", *, audit_id: int | None = None, output: Path | None = None
-    ) -> tuple[str, Path, bool, str | None]:
-        return reporting.write_report(self, fmt, audit_id=audit_id, output=output)
-
     def declare_scripted_reviewer(self, label: str) -> None:
         """Mark this audit's reviews as scripted (by ``label``), so every report says so."""
         reporting.declare_scripted_reviewer(self, label)
@@ -182,18 +177,10 @@ class AuditService(Workspace):
     def build_report_input(self) -> ReportInput:
         return reporting.build_report_input(self)
 
-    def write_report_files(self) -> None:
-        """The current audit's report in every format, provisional until it is synthesized."""
-        reporting.write_report_files(self)
-
     def coverage(self) -> dict[str, Any]:
         return reporting.coverage(self)
 
     # small reads for the surfaces ---------------------------------------------------
-    def has_audit(self) -> bool:
-        with self.store_if_any() as tx:
-            return tx is not None and tx.current_audit() is not None
-
     def has_run(self, run_id: str) -> bool:
         with self.store_if_any() as tx:
             return tx is not None and tx.run(run_id, plan=False) is not None

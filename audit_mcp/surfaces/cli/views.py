@@ -83,7 +83,9 @@ def _report(args: argparse.Namespace) -> int:
             print(f"audit-mcp: SARIF without refuted findings written to {args.output}", file=sys.stderr)
         emit(text)
         return EXIT_OK
-    text, path, provisional, note = service.write_report(args.format, audit_id=args.audit, output=args.output)
+    from audit_mcp.usecases.reporting import write_report
+
+    text, path, provisional, note = write_report(service, args.format, audit_id=args.audit, output=args.output)
     emit(text)
     state = "provisional: the audit has not finished" if provisional else "final"
     if note:
