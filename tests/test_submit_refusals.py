@@ -157,3 +157,33 @@ def test_a_submission_for_a_merged_run_names_the_open_run(
     receipt = service.submit_packet(plan["run_id"], packet["packet_id"], _good(reviewer, packet))
     assert not receipt.accepted
     assert f"the open run is {step.run_id}" in receipt.errors[0].message
+
+
+def test_one_refusal_names_every_problem_shape_place_evidence_summary_and_text_at_once(
+    dispatched: tuple[AuditService, dict[str, Any]], reviewer: ScriptedReviewer
+) -> None:
+    """Schema errors do not hide the others: a wrong severity, evidence that is not in the file, a file of
+    another packet, a vacuous summary and a lone surrogate are all in the first refusal."""
+    service, plan = dispatched
+    packet = _packet_with(plan, "app/db.py")
+    results = _good(reviewer, packet)
+    before = _state(service)
+    finding = _first_finding(results)
+    finding["severity"] = "urgent"
+    finding["evidence"] = "this text appears in no file of the repository at all"
+    second = copy.deepcopy(finding)
+    second["severity"] = "high"
+    second["file"] = "web/server.js" if "web/server.js" not in {t["file"] for t in packet["tasks"]} else "README.md"
+    second["description"] = "broken \udc80 text"
+    holder = next(r for r in results if finding in r["findings"])
+    holder["findings"].append(second)
+    quiet = next(r for r in results if not r["findings"] and r is not holder)
+    quiet["summary"] = "no obvious issues"
+    receipt = service.submit_packet(plan["run_id"], packet["packet_id"], results)
+    assert not receipt.accepted and _state(service) == before
+    text = "\n".join(f"{e.location}: {e.message}" for e in receipt.errors)
+    first = f"/results/{results.index(holder)}/findings/{holder['findings'].index(finding)}"
+    other = f"/results/{results.index(holder)}/findings/{len(holder['findings']) - 1}"
+    assert f"{first}/severity" in text and f"{first}/evidence" in text, text
+    assert f"{other}/file" in text and f"{other}/description" in text, text
+    assert f"/results/{results.index(quiet)}/summary" in text, text

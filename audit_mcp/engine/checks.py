@@ -172,6 +172,10 @@ def _bounded_int(digits: str) -> int:
     return int(digits)
 
 
+# How the problems after which nothing of the value is read begin (too many values, too deep): reported alone.
+STRUCTURAL = ("more than ", "nested more than ")
+
+
 def value_problems(value: Any, root: str = "") -> tuple[list[tuple[str, str]], int]:
     """Every place where ``value`` is not plain, bounded JSON, and its size in characters (about its JSON).
 

@@ -123,9 +123,12 @@ class PacketValidator:
         findings = []
         if ("findings",) not in bad:
             for j, raw in enumerate(raw_findings):
-                if ("findings", j) in bad:
+                # A finding whose shape is wrong in some fields still has the others checked (its place, its
+                # evidence), so one refusal names every problem the reviewer has to fix.
+                fields = {path[2] for path, _, _ in shape if path[:2] == ("findings", j) and len(path) > 2}
+                if not isinstance(raw, Mapping) or (("findings", j) in bad and not fields):
                     continue
-                finding = self._finding(out, raw, cell, f"{loc}/findings/{j}")
+                finding = self._finding(out, raw, cell, f"{loc}/findings/{j}", {str(f) for f in fields})
                 if finding is not None:
                     findings.append(finding)
         leads = item.get("leads") if ("leads",) not in bad else None
@@ -179,16 +182,23 @@ class PacketValidator:
             return None
         return path, start, end, lines
 
-    def _finding(self, out: Outcome, raw: Any, cell: Cell, loc: str) -> dict[str, Any] | None:
-        """The second half for a finding whose shape is right: its place, its evidence, its related places."""
+    def _finding(
+        self, out: Outcome, raw: Mapping[str, Any], cell: Cell, loc: str, bad: set[str] | None = None
+    ) -> dict[str, Any] | None:
+        """The second half for a finding: its place, its evidence, its related places, for every field whose
+        shape is right (``bad`` names those that are not; their errors are already out)."""
+        bad = bad or set()
         before = len(out.errors)
-        title = _text(out, raw, "title", loc, required=True)
-        category = _text(out, raw, "category", loc, required=True)
-        description = _text(out, raw, "description", loc, required=True)
-        recommendation = _text(out, raw, "recommendation", loc, required=True)
-        symbol = _text(out, raw, "symbol", loc, required=False)
-        severity, confidence = raw["severity"], raw["confidence"]
-        place = self._location(out, raw, loc, allowed=self.packet_files)
+        title = _text(out, raw, "title", loc, required="title" not in bad)
+        category = _text(out, raw, "category", loc, required="category" not in bad)
+        description = _text(out, raw, "description", loc, required="description" not in bad)
+        recommendation = _text(out, raw, "recommendation", loc, required="recommendation" not in bad)
+        symbol = _text(out, raw, "symbol", loc, required=False) if "symbol" not in bad else None
+        severity, confidence = raw.get("severity"), raw.get("confidence")
+        where = {"file", "start_line", "end_line"}
+        place = self._location(out, raw, loc, allowed=self.packet_files) if not bad & where else None
+        if "evidence" in bad or not isinstance(raw.get("evidence"), str):
+            return None
         quoted: str = raw["evidence"]
         evidence: str | None = quoted
         if len(squash(quoted)) < MIN_EVIDENCE_CHARS:
@@ -204,12 +214,12 @@ class PacketValidator:
                 f"and {MAX_EVIDENCE_CHARS} characters)",
             )
             evidence = None
-        related = self._related(out, raw.get("related_locations"), loc)
-        if place is None or evidence is None or len(out.errors) > before:
+        related = self._related(out, raw.get("related_locations"), loc) if "related_locations" not in bad else []
+        if place is None or evidence is None:
             return None
         path, start, end, lines = place
         start, end = self._check_evidence(out, loc, path, start, end, lines, evidence)
-        if start == 0:
+        if start == 0 or bad or len(out.errors) > before:
             return None
         if path == cell.path and (
             end < cell.start_line - EVIDENCE_SLACK_LINES or start > cell.end_line + EVIDENCE_SLACK_LINES

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from audit_mcp.core.models import Problem, Receipt
 from audit_mcp.core.text import capped, clean_text, id_problem
-from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, decode_json, value_problems
+from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, STRUCTURAL, decode_json, value_problems
 from audit_mcp.engine.ingest import merge_parts
 from audit_mcp.engine.validation import PacketValidator
 from audit_mcp.scheduling.leases import superseded_message
@@ -70,7 +70,8 @@ def submit_packet(
     problems, size = value_problems(results, "/results")
     if usage is not None:
         problems += value_problems(usage, "/usage")[0]
-    if problems:
+    if any(message.startswith(STRUCTURAL) for _, message in problems):
+        # Too deep or too many values: nothing past this is read, so these are all the errors there are.
         return Receipt(
             accepted=False,
             run_id=run_id,
@@ -119,6 +120,12 @@ def submit_packet(
             return tx.has_file(run.audit_id, path)
 
     outcome = _validator(ws, run.audit_id, packet, cells, leads, in_manifest).validate(results, usage)
+    # Every problem in one refusal: the values that are not plain JSON text or numbers beside what the checks of
+    # shape, files, lines and evidence found (a place both name is named once).
+    named = {e.location for e in outcome.errors}
+    for location, message in problems:
+        if location not in named:
+            outcome.error(location, message)
     warnings = [
         Problem(location=loc, message=msg)
         for loc, msg in capped([(w.location, w.message) for w in outcome.warnings], "warnings")
