@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from audit_mcp.core.models import Problem, Receipt
 from audit_mcp.core.text import capped, clean_text, id_problem
 from audit_mcp.engine.checks import MAX_PAYLOAD_CHARS, STRUCTURAL, decode_json, value_problems
+from audit_mcp.engine.checks import Problem as ProblemRecord
 from audit_mcp.engine.ingest import merge_parts
 from audit_mcp.engine.validation import PacketValidator
 from audit_mcp.scheduling.leases import superseded_message
@@ -120,12 +121,12 @@ def submit_packet(
             return tx.has_file(run.audit_id, path)
 
     outcome = _validator(ws, run.audit_id, packet, cells, leads, in_manifest).validate(results, usage)
-    # Every problem in one refusal: the values that are not plain JSON text or numbers beside what the checks of
-    # shape, files, lines and evidence found (a place both name is named once).
-    named = {e.location for e in outcome.errors}
-    for location, message in problems:
-        if location not in named:
-            outcome.error(location, message)
+    # Every problem in one refusal: the values that are not plain JSON text or numbers, then what the checks of
+    # shape, files, lines and evidence found elsewhere (at a place both name, the first says it better).
+    if problems:
+        named = {location for location, _ in problems}
+        rest = [e for e in outcome.errors if e.location not in named]
+        outcome.errors[:] = [*(ProblemRecord(loc, msg) for loc, msg in problems), *rest]
     warnings = [
         Problem(location=loc, message=msg)
         for loc, msg in capped([(w.location, w.message) for w in outcome.warnings], "warnings")
