@@ -286,6 +286,22 @@ class RunQueries(Queries):
             paths.update(r[0] for r in found)
         return paths
 
+    def run_submissions(self, audit_id: int) -> list[tuple[str, str, dict[str, Any]]]:
+        """Every accepted submission to the audit's runs, oldest first: (run id, when, the usage it reported),
+        the usage read out of the recorded parts (or payload) without parsing the rest."""
+        doc = "COALESCE(s.parts, s.payload)"
+        usage = (
+            f"json_extract({doc}, '$.usage')"
+            if self.dialect == "sqlite"
+            else f"CAST(CAST({doc} AS json) -> 'usage' AS TEXT)"
+        )
+        rows = self.conn.execute(
+            f"SELECT s.run_id, s.accepted_at, {usage} FROM submissions s JOIN runs r ON r.run_id = s.run_id"
+            " WHERE r.audit_id = ? ORDER BY s.accepted_at, s.packet_id",
+            (audit_id,),
+        )
+        return [(r[0], r[1], (json.loads(r[2]) if r[2] else None) or {}) for r in rows]
+
     def submitted_packet_ids(self, run_id: str) -> set[str]:
         rows = self.conn.execute("SELECT packet_id FROM submissions WHERE run_id = ?", (run_id,))
         return {r[0] for r in rows}

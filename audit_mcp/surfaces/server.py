@@ -17,6 +17,7 @@ import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ToolAnnotations
 
@@ -38,6 +39,7 @@ from audit_mcp.surfaces.channels import STATE_URIS, STEP_URIS, SessionChannels, 
 from audit_mcp.surfaces.completions import install_completions
 from audit_mcp.surfaces.evidence_tools import register_evidence_tools
 from audit_mcp.surfaces.operator_tools import register_operator_tools
+from audit_mcp.surfaces.page_route import install_page
 from audit_mcp.surfaces.roots import Registry
 from audit_mcp.usecases import packet_render
 from audit_mcp.usecases.service import AuditService, render_prompt
@@ -113,10 +115,12 @@ def build_server(
     allowed_roots: Sequence[Path] = (),
     store: str | None = None,
     audit_name: str | None = None,
+    page_security: TransportSecuritySettings | None = None,
     **settings: Any,
 ) -> MCPServer:
     """The server for ``root`` (default: the working directory) and the ``allowed_roots``; a ``root`` argument
-    naming any other folder is refused."""
+    naming any other folder is refused. ``page_security``: serve the audit page at ``/`` of its HTTP app,
+    behind these Host/Origin settings (the ones its ``/mcp`` gets)."""
     registry = Registry(root, artifacts_dir, config_path, clock, allowed_roots, (store, audit_name))
     server = MCPServer("audit-mcp", version=__version__, instructions=INSTRUCTIONS, **settings)
     channels = SessionChannels()
@@ -390,4 +394,6 @@ def build_server(
 
     register_operator_tools(server, registry)
     register_evidence_tools(server, registry, channels)
+    if page_security is not None:
+        install_page(server, current, page_security)
     return server

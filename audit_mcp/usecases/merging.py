@@ -18,7 +18,7 @@ from audit_mcp.scheduling.pacing import run_outcome
 from audit_mcp.scheduling.worker_output import WorkerReport, describe
 from audit_mcp.store.records import CellKind, CellState, FileRow, PacketRow
 from audit_mcp.store.tx import Tx
-from audit_mcp.usecases import claiming, verifying
+from audit_mcp.usecases import claiming, reporting, verifying
 from audit_mcp.usecases.deferred import ingest_deferred
 from audit_mcp.usecases.forecasting import forecast_for_remembered_host
 from audit_mcp.usecases.inflight import checked_failures, in_flight, learn_measured_usage
@@ -173,6 +173,7 @@ def merge_and_ingest(
         learn_from_run(ws, flight.context.key, taught, flight.learning(ws.clock()))
     if actor == "host":  # the tool's or the command's: what the host calls next (status, quota) packs nothing
         forecast_for_remembered_host(ws, config)  # (the headless runner and the engine dispatch at once instead)
+    reporting.write_page(ws)  # report/report.html shows the audit as this merge leaves it
     still = [r for r in outcome.requeued if r.state == "pending"]
     tell(progress, 2, 2, f"merged run {run_id}: {outcome.covered} task(s) covered, {len(still)} requeued")
     return MergeSummary(

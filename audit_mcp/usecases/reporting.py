@@ -17,6 +17,7 @@ from audit_mcp.engine.intake import LEFT_OUT_BY_CONFIG
 from audit_mcp.findings.assessment import assess
 from audit_mcp.findings.comparison import compare
 from audit_mcp.findings.leads import lead_report
+from audit_mcp.findings.page_data import CellStates
 from audit_mcp.findings.report import ReportInput, render_json, render_markdown
 from audit_mcp.findings.report_opinions import Opinions
 from audit_mcp.findings.sarif import render_sarif
@@ -24,6 +25,7 @@ from audit_mcp.findings.synthesis import Finding
 from audit_mcp.findings.synthesis import synthesize as synthesize_findings
 from audit_mcp.store.records import AuditRow, CellKind, CellState, FileRow
 from audit_mcp.store.tx import Tx
+from audit_mcp.usecases import page
 from audit_mcp.usecases.verifying import judged_same
 from audit_mcp.usecases.workspace import Workspace
 
@@ -43,12 +45,22 @@ def build_report_input(ws: Workspace, *, final: bool = False, audit_id: int | No
     """Everything a rendering of the report needs, read in one snapshot; provisional unless ``final`` (the
     report synthesis writes) or the audit is already synthesized. ``audit_id``: an earlier audit's (default:
     the current one)."""
+    return report_and_cells(ws, final=final, audit_id=audit_id)[0]
+
+
+def report_and_cells(
+    ws: Workspace, *, final: bool = False, audit_id: int | None = None, sources: bool = True
+) -> tuple[ReportInput, list[CellStates]]:
+    """``build_report_input``, and every review cell's place, lens and state, read in the same snapshot (the
+    page maps them); ``sources``: False leaves out the files' bytes, which only SARIF reads."""
     ws.require_state()
     with ws.store.read() as tx:
         audit = ws.require_audit(tx) if audit_id is None else _audit_numbered(ws, tx, audit_id)
         scripted = tx.ledger_details(audit.audit_id, SCRIPTED_REVIEWER)
         counts = tx.cell_counts(audit.audit_id)
-        cells = tx.cells(audit.audit_id)
+        states = tx.review_cell_states(audit.audit_id)
+        others = tx.cells(audit.audit_id, kinds=[CellKind.CONTEXT, CellKind.VERIFY])
+        gap_cells = tx.cells(audit.audit_id, [CellState.FAILED, CellState.SKIPPED])
         files = tx.files(audit.audit_id)
         raw = tx.findings(audit.audit_id)
         runs = tx.runs(audit.audit_id, plan=False)
@@ -64,12 +76,14 @@ def build_report_input(ws: Workspace, *, final: bool = False, audit_id: int | No
     merged = synthesize_findings(raw, same=judged_same(opinions))
     comparison = None
     if baseline is not None:
-        reviewed = {(c.path, c.lens) for c in cells if c.state in (CellState.REVIEWED, CellState.NOT_APPLICABLE)}
+        done = (CellState.REVIEWED, CellState.NOT_APPLICABLE)
+        reviewed = {(c.path, c.lens) for c in others if c.state in done}
+        reviewed |= {(path, lens) for path, _start, _end, lens, state in states if state in done}
         before = synthesize_findings(baseline_raw, same=judged_same(baseline_opinions))
         comparison = compare(merged, before, baseline.audit_id, reviewed)
     synthesis = assess(merged, opinions, evidence)
-    context = next((c for c in cells if c.kind == CellKind.CONTEXT), None)
-    return ReportInput(
+    context = next((c for c in others if c.kind == CellKind.CONTEXT), None)
+    report = ReportInput(
         repo_name=ws.root.name,
         root=str(ws.root),
         audit_id=audit.audit_id,
@@ -87,7 +101,7 @@ def build_report_input(ws: Workspace, *, final: bool = False, audit_id: int | No
         lenses=audit.lenses,
         coverage_by_lens=by_lens,
         totals=totals(counts),
-        gap_cells=[c for c in cells if c.state in (CellState.FAILED, CellState.SKIPPED)],
+        gap_cells=gap_cells,
         skipped_files=[f for f in files if f.scope == "skipped"],
         changed_since_snapshot=_changed(ws, config, files),
         runs=len(runs),
@@ -98,7 +112,7 @@ def build_report_input(ws: Workspace, *, final: bool = False, audit_id: int | No
             verdicts,
             [(f.finding_id, f.file, f.start_line, f.end_line) for f in [*synthesis.findings, *synthesis.refuted]],
         ),
-        sources=_sources(ws, [*synthesis.findings, *synthesis.refuted]),
+        sources=_sources(ws, [*synthesis.findings, *synthesis.refuted]) if sources else {},
         opinions=Opinions(
             threat_model=threat.model if threat else None,
             threat_model_origin=threat.origin if threat else None,
@@ -109,6 +123,7 @@ def build_report_input(ws: Workspace, *, final: bool = False, audit_id: int | No
             coverage_by_kind=by_kind,
         ),
     )
+    return report, states
 
 
 def _empty_reason(files: Sequence[FileRow]) -> str:
@@ -199,18 +214,50 @@ def synthesize(ws: Workspace) -> None:
 def write_report_files(ws: Workspace, *, final: bool = False) -> ReportInput:
     """The report in every format, from the store, written to this host's artifacts directory; a final one
     is also kept under report/audits/<N>/, where the next audit's reports never reach it."""
-    report = build_report_input(ws, final=final)
+    report, states = report_and_cells(ws, final=final)
     texts = {
         "md": render_markdown(report),
         "json": json.dumps(render_json(report), indent=2) + "\n",
         "sarif": json.dumps(render_sarif(report), indent=2) + "\n",
+        "html": page.page_html(ws, report, states),
     }
-    documented = {"md": ws.report_md_path, "json": ws.report_json_path, "sarif": ws.report_sarif_path}
+    documented = _paths(ws)
     for fmt, text in texts.items():
         write_atomic(documented[fmt], text)
         if not report.provisional:
             write_atomic(ws.audit_report_path(report.audit_id, fmt), text)
     return report
+
+
+def write_page(ws: Workspace) -> None:
+    """The page alone, written again (after a merge): open it mid-audit to see where the audit stands."""
+    write_atomic(ws.report_html_path, page_now(ws))
+
+
+def page_now(ws: Workspace, *, live: bool = False, audit_id: int | None = None) -> str:
+    """The page from the store as it is now (``live``: the copy ``serve --http`` serves, which refreshes);
+    ``audit_id``: an earlier audit's (default: the current one)."""
+    return page.page_html(ws, *report_and_cells(ws, audit_id=audit_id, sources=False), live=live)
+
+
+def page_version(ws: Workspace) -> str | None:
+    """A tag for what the page is drawn from: it changes with every write to the store (None: no audit here)."""
+    if not ws.has_state():
+        return None
+    with ws.store.read() as tx:
+        audit = tx.current_audit()
+        origin, generation = tx.generation()
+    return None if audit is None else f"{origin}-{generation}-{audit.audit_id}"
+
+
+def _paths(ws: Workspace) -> dict[str, Path]:
+    """Where the current audit's report is written, by format."""
+    return {
+        "md": ws.report_md_path,
+        "json": ws.report_json_path,
+        "sarif": ws.report_sarif_path,
+        "html": ws.report_html_path,
+    }
 
 
 def _audit_numbered(ws: Workspace, tx: Tx, audit_id: int) -> AuditRow:
@@ -253,14 +300,14 @@ def report_target(ws: Workspace, audit_id: int | None = None) -> tuple[AuditRow,
 
 
 def report(ws: Workspace, fmt: str = "md", *, drop_refuted: bool = False, audit_id: int | None = None) -> str:
-    """The report in ``fmt`` (md, json or sarif) of ``report_target``'s audit: final once synthesized (the
-    written file, for the current audit), else provisional.
+    """The report in ``fmt`` (md, json, sarif or html) of ``report_target``'s audit: final once synthesized
+    (the written file, for the current audit), else provisional.
 
     ``drop_refuted`` (SARIF only) leaves refuted findings out, for uploads that ignore ``suppressions``.
     """
-    paths = {"md": ws.report_md_path, "json": ws.report_json_path, "sarif": ws.report_sarif_path}
+    paths = _paths(ws)
     if fmt not in paths:
-        raise ConfigError(f"unknown report format {fmt!r}; use md, json or sarif")
+        raise ConfigError(f"unknown report format {fmt!r}; use md, json, sarif or html")
     if drop_refuted and fmt != "sarif":
         raise ConfigError("--drop-refuted applies to --format sarif only; the other formats keep refuted findings")
     target, _ = report_target(ws, audit_id)
@@ -272,6 +319,8 @@ def report(ws: Workspace, fmt: str = "md", *, drop_refuted: bool = False, audit_
         written = paths[fmt] if target.audit_id == current.audit_id else ws.audit_report_path(target.audit_id, fmt)
         if written.exists():
             return written.read_text(encoding="utf-8")
+    if fmt == "html":
+        return page.page_html(ws, *report_and_cells(ws, final=synthesized, audit_id=target.audit_id, sources=False))
     built = build_report_input(ws, final=synthesized, audit_id=target.audit_id)
     if fmt == "md":
         return render_markdown(built)
@@ -294,7 +343,7 @@ def write_report(
     provisional = target.synthesized_at is None
     with ws.store.read() as tx:
         current = ws.require_audit(tx)
-    documented = {"md": ws.report_md_path, "json": ws.report_json_path, "sarif": ws.report_sarif_path}[fmt]
+    documented = _paths(ws)[fmt]
     if output is not None:
         path = output
     elif target.audit_id == current.audit_id:

@@ -235,6 +235,11 @@ class Workspace:
         """Where a finished audit's report is kept, whatever audits come after it."""
         return self.artifacts_dir / "report" / "audits" / str(audit_id) / f"report.{fmt}"
 
+    @property
+    def report_html_path(self) -> Path:
+        """The audit page: one self-contained file, written again after every merge."""
+        return self.artifacts_dir / "report" / "report.html"
+
     def run_dir(self, run_id: str) -> Path:
         return self.artifacts_dir / "runs" / run_id
 

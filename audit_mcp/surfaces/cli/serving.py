@@ -96,14 +96,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _serve_with(args: argparse.Namespace) -> int:
-    import ipaddress
-
-    from mcp.server.transport_security import TransportSecuritySettings
-
     from audit_mcp.surfaces.http_auth import BearerToken
     from audit_mcp.surfaces.server import build_server
 
     root = (args.root or Path.cwd()).resolve()
+    security, loopback = _security(args) if args.http else (None, True)
     server = build_server(
         root,
         args.artifacts_dir,
@@ -111,12 +108,43 @@ def _serve_with(args: argparse.Namespace) -> int:
         allowed_roots=args.allow_root,
         store=args.store,
         audit_name=args.audit_name,
+        page_security=security,
     )
-    if not args.http:
+    if security is None:
         from audit_mcp.surfaces.stdio import serve_stdio
 
         serve_stdio(server)
         return EXIT_OK
+    token, where = _token(args, loopback)
+    _port_is_free(args.host, args.port)
+    print(
+        f"audit-mcp: serving streamable HTTP on http://{args.host}:{args.port}/mcp"
+        + (f" (bearer token required: {where})" if token else " (no bearer token: --no-token)")
+        + f"; the audit page at http://{args.host}:{args.port}/",
+        file=sys.stderr,
+    )
+    import uvicorn
+
+    # The application the SDK's own streamable-HTTP runner would build, with the audit page at "/" beside "/mcp".
+    app: Any = server.streamable_http_app(
+        transport_security=security,
+        host=args.host,
+        session_idle_timeout=args.session_idle_timeout,
+        max_sessions=args.max_sessions,
+    )
+    if token is not None:
+        app = BearerToken(app, token)
+    uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")).run()
+    return EXIT_OK
+
+
+def _security(args: argparse.Namespace) -> tuple[Any, bool]:
+    """The Host/Origin protection of every HTTP request (``/mcp`` and the page), and whether the address is
+    loopback: this machine's names there, elsewhere only the hosts the user listed."""
+    import ipaddress
+
+    from mcp.server.transport_security import TransportSecuritySettings
+
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
     except ValueError:
@@ -146,36 +174,7 @@ def _serve_with(args: argparse.Namespace) -> int:
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=list(dict.fromkeys(origins))
     )
-    token, where = _token(args, loopback)
-    _port_is_free(args.host, args.port)
-    print(
-        f"audit-mcp: serving streamable HTTP on http://{args.host}:{args.port}/mcp"
-        + (f" (bearer token required: {where})" if token else " (no bearer token: --no-token)"),
-        file=sys.stderr,
-    )
-    if token is None:
-        server.run(
-            "streamable-http",
-            host=args.host,
-            port=args.port,
-            transport_security=security,
-            session_idle_timeout=args.session_idle_timeout,
-            max_sessions=args.max_sessions,
-        )
-        return EXIT_OK
-    import uvicorn
-
-    app = BearerToken(
-        server.streamable_http_app(
-            transport_security=security,
-            host=args.host,
-            session_idle_timeout=args.session_idle_timeout,
-            max_sessions=args.max_sessions,
-        ),
-        token,
-    )
-    uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")).run()
-    return EXIT_OK
+    return security, loopback
 
 
 def _token(args: argparse.Namespace, loopback: bool) -> tuple[str | None, str]:

@@ -27,9 +27,11 @@ def register(sub: Subparsers) -> None:
     p = verb(sub, "report", _report, "print the audit report and write it to report/report.<format>")
     p.add_argument(
         "--format",
-        choices=("md", "json", "sarif"),
+        choices=("md", "json", "sarif", "html"),
         default="md",
-        help="md for people, json for tools, sarif (2.1.0) for code-scanning tools",
+        help="md for people, json for tools, sarif (2.1.0) for code-scanning tools, html: one self-contained "
+        "page (coverage map, findings to sort and filter, runs) for a browser, printed only when stdout is not "
+        "a terminal",
     )
     p.add_argument(
         "--drop-refuted",
@@ -86,9 +88,13 @@ def _report(args: argparse.Namespace) -> int:
     from audit_mcp.usecases.reporting import write_report
 
     text, path, provisional, note = write_report(service, args.format, audit_id=args.audit, output=args.output)
-    emit(text)
+    page = args.format == "html"
+    if not (page and sys.stdout.isatty()):  # a page on a terminal is a wall of markup: only where it is
+        emit(text)
     state = "provisional: the audit has not finished" if provisional else "final"
     if note:
         print(f"audit-mcp: {note}", file=sys.stderr)
     print(f"audit-mcp: report ({state}) written to {path}", file=sys.stderr)
+    if page:
+        print(f"audit-mcp: open {path.resolve().as_uri()} in a browser", file=sys.stderr)
     return EXIT_OK
