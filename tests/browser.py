@@ -36,7 +36,7 @@ CHROMIUM_FLAGS = (
     "--disable-dev-shm-usage",
     "--window-size=1400,1000",
 )
-ELEMENT = "element-6066-11e4-a52e-4f735466cecc"  # the W3C key of an element reference
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the W3C key of an element reference
 
 
 def binaries() -> tuple[str, str] | None:
@@ -92,7 +92,10 @@ class Browser:
         self.console(), self.requests()  # what came before this page is not this page's
         start = time.perf_counter()
         self._call("POST", "/url", {"url": url}, timeout=timeout)
-        self.wait(f"return Number(document.documentElement.dataset.ready || 0) >= {renders}", timeout)
+        try:
+            self.wait(f"return Number(document.documentElement.dataset.ready || 0) >= {renders}", timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{url} did not draw itself; its console: {self.console()}") from exc
         return time.perf_counter() - start
 
     def run(self, script: str, *args: Any) -> Any:
@@ -110,6 +113,8 @@ class Browser:
 
     def find(self, css: str) -> str:
         found = self._call("POST", "/element", {"using": "css selector", "value": css})
+        if not isinstance(found, dict) or ELEMENT not in found:
+            raise AssertionError(f"no element matches {css!r}: {found}")
         return str(found[ELEMENT])
 
     def click(self, css: str) -> None:

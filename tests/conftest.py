@@ -153,3 +153,17 @@ class ScriptedReviewer(AnswerKeyReviewer):
 @pytest.fixture
 def reviewer(answer_key: dict[str, Any]) -> ScriptedReviewer:
     return ScriptedReviewer(answer_key)
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A headless Chromium for the whole test run (skipped only where none is installed; CI installs one and
+    sets AUDIT_MCP_REQUIRE_CHROMIUM, so there a missing browser fails instead)."""
+    from tests.browser import REQUIRE_ENV, binaries, chromium, required
+
+    if binaries() is None:
+        if required():
+            pytest.fail(f"{REQUIRE_ENV} is set but chromium or chromedriver is missing")
+        pytest.skip("no chromium and chromedriver on this machine: apt-get install chromium chromium-driver")
+    with chromium(tmp_path_factory.mktemp("chromium") / "profile") as session:
+        yield session

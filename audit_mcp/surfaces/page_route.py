@@ -20,6 +20,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from audit_mcp.core.errors import AuditError, NotFoundError
 from audit_mcp.findings.page import content_security_policy
+from audit_mcp.usecases import reporting
 from audit_mcp.usecases.service import AuditService
 
 PAGE_PATH = "/"
@@ -47,12 +48,12 @@ class _Kept:
 
     def page(self, service: AuditService) -> tuple[str, str]:
         with self.lock:
-            tag = service.page_version()
+            tag = reporting.page_version(service)
             if tag is None:
                 service.require_state()  # raises NotFoundError, saying where it looked
                 raise NotFoundError(f"no audit has started in {service.root} yet")
             if tag != self.tag:
-                self.body = service.page(live=True)
+                self.body = reporting.page_now(service, live=True)
                 self.tag = tag
             return self.tag, self.body
 
