@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 
+from audit_mcp.findings.blocks import work_blocks
 from audit_mcp.findings.synthesis import synthesize
 
 
@@ -131,3 +133,48 @@ def test_blocks_come_most_severe_first_and_a_block_takes_its_worst_member() -> N
         ("critical", "small", 2),
         ("medium", "small", 1),
     ]
+
+
+def _each_with_each(findings: list[Any]) -> list[list[str]]:
+    """The groups work_blocks made when it tested every pair of findings."""
+    from audit_mcp.findings import blocks
+
+    groups = blocks._Groups(len(findings))
+    for i, a in enumerate(findings):
+        for j in range(i + 1, len(findings)):
+            b = findings[j]
+            if blocks._same_function(a, b) or blocks._same_helper(a, b) or blocks._siblings(a, b):
+                groups.join(i, j)
+    members: dict[int, list[str]] = {}
+    for i, f in enumerate(findings):
+        members.setdefault(groups.find(i), []).append(f.finding_id)
+    return sorted(sorted(m) for m in members.values())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_comparing_findings_by_neighbourhood_groups_them_as_comparing_each_with_each(seed: int) -> None:
+    rng = random.Random(seed)
+    files = ["a/x.py", "a/y.py", "b/x.py", "b/z.py", "c.py"]
+    raws = []
+    for n in range(rng.randint(5, 40)):
+        related = [
+            {"file": rng.choice(files), "start_line": s, "end_line": s + rng.randint(0, 4), "role": "sink"}
+            for s in rng.sample(range(1, 30), rng.randint(0, 2))
+        ]
+        start = rng.randint(1, 30)
+        raws.append(
+            _raw(
+                title=f"t{n}",
+                file=rng.choice(files),
+                start_line=start,
+                end_line=start + rng.randint(0, 3),
+                category=rng.choice(["CWE-89", "CWE-79", "CWE-22"]),
+                symbol=rng.choice([None, "f", "g"]),
+                evidence=rng.choice(["run(query)", "send(body)", "open(path) and run(x)", "plain text"]) + f" {n}",
+                related_locations=related,
+            )
+        )
+    findings = synthesize(raws).findings
+    expected = _each_with_each(findings)
+    assert any(len(group) > 1 for group in expected)  # the draw links some findings, so grouping is tested
+    assert sorted(sorted(b.finding_ids) for b in work_blocks(findings)) == expected

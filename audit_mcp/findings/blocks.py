@@ -173,14 +173,27 @@ def _describe(members: Sequence[Finding]) -> tuple[str, str]:
     )
 
 
+def _candidates(findings: Sequence[Finding]) -> list[tuple[int, int]]:
+    """The pairs (i < j) that may be one change: those that share a file (the place of one, or a related
+    location of either) or a category in one directory. Every other pair fails all three tests (each needs one
+    of these), so an audit with many findings compares them by neighbourhood, not each with each."""
+    near: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for i, f in enumerate(findings):
+        keys = {("file", f.file), ("siblings", f.category_id, posixpath.dirname(f.file))}
+        keys |= {("file", r["file"]) for r in f.related_locations}
+        for key in keys:
+            near[key].append(i)
+    pairs = {(a, b) for members in near.values() for n, a in enumerate(members) for b in members[n + 1 :]}
+    return sorted(pairs)
+
+
 def work_blocks(findings: Sequence[Finding]) -> list[WorkBlock]:
     """The findings grouped into units of change, in the suggested order (most urgent first)."""
     groups = _Groups(len(findings))
-    for i, a in enumerate(findings):
-        for j in range(i + 1, len(findings)):
-            b = findings[j]
-            if _same_function(a, b) or _same_helper(a, b) or _siblings(a, b):
-                groups.join(i, j)
+    for i, j in _candidates(findings):
+        a, b = findings[i], findings[j]
+        if _same_function(a, b) or _same_helper(a, b) or _siblings(a, b):
+            groups.join(i, j)
     members: dict[int, list[Finding]] = defaultdict(list)
     for i, f in enumerate(findings):
         members[groups.find(i)].append(f)
