@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from audit_mcp.findings.page import DATA_ELEMENT_ID
 from audit_mcp.surfaces.scripted import AnswerKeyReviewer
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import FIXTURES, git
@@ -77,3 +78,11 @@ def audit_to_the_end(root: Path) -> AuditService:
         step = service.next_step()
     assert step.step_kind == "present_report", step
     return service
+
+
+def embedded(page: str) -> dict[str, Any]:
+    """The JSON block of a page, read as the page's script reads it."""
+    start = page.index(f'<script type="application/json" id="{DATA_ELEMENT_ID}">')
+    text = page[page.index(">", start) + 1 : page.index("</script>", start)]
+    doc: dict[str, Any] = json.loads(text)
+    return doc

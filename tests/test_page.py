@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from audit_mcp.findings.page import render_page
+from audit_mcp.findings.page_data import coverage_map
 from tests.browser import Browser
-from tests.page_audit import HOSTILE_FILE, HOSTILE_TITLE, audit_to_the_end, hostile_repo, isolated
+from tests.page_audit import HOSTILE_FILE, HOSTILE_TITLE, audit_to_the_end, embedded, hostile_repo, isolated
 
 ARTIFACTS_ENV = "AUDIT_MCP_TEST_ARTIFACTS"  # where the screenshot goes (CI sets it); else the test's own folder
 
@@ -136,4 +138,37 @@ def test_a_screenshot_of_the_page_is_written(browser: Browser, audited: tuple[Pa
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     assert width >= 1000 and height > 1500, (width, height)  # the whole page, not the window alone
+    assert_clean(browser, url)
+
+
+def test_a_map_of_thousands_of_files_draws_only_the_rows_in_view(
+    browser: Browser, audited: tuple[Path, Any], tmp_path: Path
+) -> None:
+    page, _ = audited
+    doc = embedded(page.read_text(encoding="utf-8"))
+    lenses = ["security", "correctness", "tests"]
+    states = ["reviewed", "pending", "failed"]
+    cells = [
+        (f"pkg{n // 500}/area{n // 50}/m{n}.py", 1, 40, lens, states[(n + k) % 3])
+        for n in range(6_000)
+        for k, lens in enumerate(lenses)
+    ]
+    doc["map"] = coverage_map(lenses, cells)
+    big = tmp_path / "big.html"
+    big.write_text(render_page(doc), encoding="utf-8")
+    url = _open(browser, big)
+    assert browser.run("return document.querySelectorAll('#map-grid .row.dir').length") < 200  # opened a little
+    browser.click("#map-open-all")
+    drawn = browser.run("return document.querySelectorAll('#map-grid .row').length")
+    assert 50 < drawn < 400  # 6,000 files and their directories open, the rows in view drawn
+    browser.run("const g = document.getElementById('map-grid'); g.scrollTop = g.scrollHeight;")
+    last = "pkg9/area99/m4999.py"  # the last row: directories and names in order (pkg9 after pkg11)
+    units = "document.querySelectorAll('#map-grid .row.unit')"
+    browser.wait(f"return [...{units}].some(r => r.dataset.path === '{last}')")
+    shown = browser.run(
+        f"return [...[...{units}].find(r => r.dataset.path === '{last}').querySelectorAll('.cell')]"
+        ".map(c => c.dataset.state)"
+    )
+    assert shown == [states[(4999 + k) % 3] for k in range(3)]
+    assert browser.run("return document.querySelectorAll('#map-grid .row').length") < 400
     assert_clean(browser, url)

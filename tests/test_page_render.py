@@ -8,31 +8,21 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from audit_mcp.findings.page import DATA_ELEMENT_ID, content_security_policy, data_block, render_page
-from audit_mcp.findings.page_data import NO_CELL, STATE_STYLES, UNKNOWN_STATE_COLOUR, coverage_map
-from audit_mcp.store.records import Cell, CellKind, FileRow
+from audit_mcp.findings.page import content_security_policy, data_block, render_page
+from audit_mcp.findings.page_data import NO_CELL, STATE_STYLES, UNKNOWN_STATE_COLOUR, CellStates, coverage_map
+from audit_mcp.store.records import FileRow
 from audit_mcp.usecases.service import AuditService
 from tests.driving import cli
-from tests.page_audit import CAPS, answer_run, hostile_reviewer
+from tests.page_audit import CAPS, answer_run, embedded, hostile_reviewer
 
 HOSTILE = "</script><script>alert(1)</script><!-- \u2028\u2029 & <b> \udce9 é \x1b[2J"
 
 
-def embedded(page: str) -> dict[str, Any]:
-    """The JSON block of a page, read as the page's script reads it."""
-    start = page.index(f'<script type="application/json" id="{DATA_ELEMENT_ID}">')
-    text = page[page.index(">", start) + 1 : page.index("</script>", start)]
-    doc: dict[str, Any] = json.loads(text)
-    return doc
-
-
-def _cell(path: str, lens: str, state: str, start: int = 1, end: int = 10, kind: str = CellKind.REVIEW) -> Cell:
-    task = f"T{abs(hash((path, lens, start))) % 99999:05d}"
-    return Cell(task, path, start, end, lens, state, 0, None, None, None, "h", kind)
+def _cell(path: str, lens: str, state: str, start: int = 1, end: int = 10) -> CellStates:
+    return (path, start, end, lens, state)
 
 
 @pytest.mark.parametrize("text", [HOSTILE, "", "plain", "a\nb\tc"], ids=["hostile", "empty", "plain", "lines"])
@@ -73,15 +63,13 @@ def test_the_map_codes_each_unit_by_lens_and_lists_a_new_state_as_one_more_entry
         _cell("app/deep/b.py", "security", "carried", 1, 2500),
         _cell("app/deep/b.py", "security", "frozen", 2501, 4000),
         _cell("README", "security", "failed"),
-        _cell("app/a.py", "security", "reviewed", kind=CellKind.VERIFY),  # not a matrix cell of the map
     ]
     skipped = [FileRow("vendor/x.min.js", "js", 10, 1, "h", "skipped", "generated (file name marks it)")]
     m = coverage_map(["security", "tests"], cells, skipped)
     states = {s["key"]: s for s in m["states"]}
-    assert (
-        states["carried"]["count"] == 1
-        and states["carried"]["colour"] == dict((k, c) for k, _, c in STATE_STYLES)["carried"]
-    )
+    assert states["carried"]["count"] == 1 and states["carried"]["group"] == "done"
+    assert states["carried"]["colour"] == next(style[2] for style in STATE_STYLES if style[0] == "carried")
+    assert states["frozen"]["group"] == "other"
     assert states["frozen"]["colour"] == UNKNOWN_STATE_COLOUR and states["frozen"]["label"] == "frozen"
     assert states["pending"]["count"] == 1 and states["skipped"]["count"] == 0  # every known state is in the legend
     assert m["cells"] == 5 and m["lenses"] == ["security", "tests"]

@@ -8,25 +8,30 @@ character per lens (an index into the document's ``states``; ``.`` where the len
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from audit_mcp.findings.report import ReportInput, honesty_notes, render_json
-from audit_mcp.store.records import Cell, CellKind, CellState, FileRow
+from audit_mcp.store.records import CellState, FileRow
+
+CellStates = tuple[str, int, int, str, str]  # a review cell as the map draws it: path, start, end, lens, state
 
 PAGE_SCHEMA_VERSION = "audit-mcp.page/1"
 
-# The states the map colours, in legend order: a new state is one entry here. A state the table does not
-# name still shows, in a neutral colour under its own name; one that is not a ``CellState`` is listed only
-# when some cell is in it.
-STATE_STYLES: tuple[tuple[str, str, str], ...] = (
-    ("reviewed", "reviewed", "#2da44e"),
-    ("carried", "carried (unchanged since an earlier audit, its review kept)", "#8fd19e"),
-    ("not_applicable", "not applicable", "#a8b1bb"),
-    ("failed", "failed", "#cf222e"),
-    ("skipped", "skipped", "#d4a72c"),
-    ("assigned", "assigned (in review now)", "#54aeff"),
-    ("pending", "pending", "#e6e9ed"),
+# The states the map colours, in legend order: a new state is one entry here (its key, its label, its colour,
+# and whether a cell in it is done, still open, or a gap). A state the table does not name still shows, in a
+# neutral colour under its own name; one that is not a ``CellState`` is listed only when some cell is in it.
+STATE_STYLES: tuple[tuple[str, str, str, str], ...] = (
+    ("reviewed", "reviewed", "#2da44e", "done"),
+    ("carried", "carried (unchanged since an earlier audit, its review kept)", "#8fd19e", "done"),
+    ("not_applicable", "not applicable", "#a8b1bb", "done"),
+    ("failed", "failed", "#cf222e", "gap"),
+    ("skipped", "skipped", "#d4a72c", "gap"),
+    ("assigned", "assigned (in review now)", "#54aeff", "open"),
+    ("pending", "pending", "#e6e9ed", "open"),
 )
 UNKNOWN_STATE_COLOUR = "#8250df"
 _CODES = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -37,14 +42,14 @@ MAX_REASON_CHARS = 300
 
 def state_table(counts: Mapping[str, int]) -> list[dict[str, Any]]:
     """The legend: every known cell state and any other state some cell is in, each with its count."""
-    known = {key for key, _, _ in STATE_STYLES}
+    known = {key for key, *_ in STATE_STYLES}
     out = [
-        {"key": key, "label": label, "colour": colour, "count": int(counts.get(key, 0))}
-        for key, label, colour in STATE_STYLES
+        {"key": key, "label": label, "colour": colour, "group": group, "count": int(counts.get(key, 0))}
+        for key, label, colour, group in STATE_STYLES
         if key in {s.value for s in CellState} or counts.get(key)
     ]
     out += [
-        {"key": key, "label": key.replace("_", " "), "colour": UNKNOWN_STATE_COLOUR, "count": int(n)}
+        {"key": key, "label": key.replace("_", " "), "colour": UNKNOWN_STATE_COLOUR, "group": "other", "count": int(n)}
         for key, n in sorted(counts.items())
         if key not in known and n
     ]
@@ -53,42 +58,32 @@ def state_table(counts: Mapping[str, int]) -> list[dict[str, Any]]:
     return out
 
 
-def coverage_map(lenses: Sequence[str], cells: Iterable[Cell], skipped: Sequence[FileRow] = ()) -> dict[str, Any]:
+def coverage_map(lenses: Sequence[str], cells: Iterable[CellStates], skipped: Sequence[FileRow] = ()) -> dict[str, Any]:
     """The review cells as the page's map: the lenses (the audit's, then any other a cell names), the state
     legend with counts, the directories, and each file with its units (or, skipped at intake, its reason)."""
-    units: dict[str, dict[tuple[int, int], dict[str, str]]] = {}
-    counts: dict[str, int] = {}
-    order = list(dict.fromkeys(lenses))
-    seen_lenses = set(order)
-    for c in cells:
-        if c.kind != CellKind.REVIEW:
-            continue
-        units.setdefault(c.path, {}).setdefault((c.start_line, c.end_line), {})[c.lens] = c.state
-        counts[c.state] = counts.get(c.state, 0) + 1
-        if c.lens not in seen_lenses:
-            seen_lenses.add(c.lens)
-            order.append(c.lens)
+    cells = sorted(cells)  # by path, then unit: a file's units come together, in order
+    counts = Counter(c[4] for c in cells)
+    order = list(dict.fromkeys([*lenses, *sorted({c[3] for c in cells} - set(lenses))]))
+    column = {lens: n for n, lens in enumerate(order)}
     states = state_table(counts)
     code = {s["key"]: _CODES[i] for i, s in enumerate(states)}
+    units: dict[str, list[list[Any]]] = {}
+    for (path, start, end), unit in groupby(cells, key=itemgetter(0, 1, 2)):
+        codes = [NO_CELL] * len(order)
+        for cell in unit:
+            codes[column[cell[3]]] = code[cell[4]]
+        units.setdefault(path, []).append([start, end, "".join(codes)])
     reasons = {f.path: (f.skip_reason or "skipped at intake")[:MAX_REASON_CHARS] for f in skipped}
     paths = sorted(set(units) | set(reasons))
     dirs = sorted({_parent(p) for p in paths} | {a for p in paths for a in _ancestors(_parent(p))})
     index = {d: i for i, d in enumerate(dirs)}
-    files: list[list[Any]] = []
-    for path in paths:
-        entry: list[Any] = [index[_parent(path)], path.rsplit("/", 1)[-1]]
-        by_unit = units.get(path)
-        if by_unit is None:
-            files.append([*entry, [], reasons[path]])
-            continue
-        entry.append(
-            [
-                [start, end, "".join(code[by_lens[lens]] if lens in by_lens else NO_CELL for lens in order)]
-                for (start, end), by_lens in sorted(by_unit.items())
-            ]
-        )
-        files.append(entry)
-    return {"lenses": order, "states": states, "cells": sum(counts.values()), "dirs": dirs, "files": files}
+    files = [
+        [index[_parent(path)], path.rsplit("/", 1)[-1], units[path]]
+        if path in units
+        else [index[_parent(path)], path.rsplit("/", 1)[-1], [], reasons[path]]
+        for path in paths
+    ]
+    return {"lenses": order, "states": states, "cells": len(cells), "dirs": dirs, "files": files}
 
 
 def _parent(path: str) -> str:
@@ -103,7 +98,7 @@ def _ancestors(directory: str) -> list[str]:
 
 def page_document(
     report: ReportInput,
-    cells: Iterable[Cell],
+    cells: Iterable[CellStates],
     *,
     runs: Sequence[Mapping[str, Any]] = (),
     forecast: Mapping[str, Any] | None = None,

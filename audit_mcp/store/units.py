@@ -182,6 +182,27 @@ class UnitQueries(Queries):
             units.close()
             held.close()
 
+    def review_cell_states(self, audit_id: int) -> list[tuple[str, int, int, str, str]]:
+        """(path, start line, end line, lens, state) of every review cell, rows and implied alike, in no order:
+        what the coverage map draws, without building a ``Cell`` for each of a large matrix's cells."""
+        out: list[tuple[str, int, int, str, str]] = []
+        held: set[int] = set()
+        for path, start, end, lens, state, unit, task in self.conn.execute(
+            "SELECT path, start_line, end_line, lens, state, unit, task_id FROM cells WHERE audit_id = ? AND kind = ?",
+            (audit_id, CellKind.REVIEW),
+        ):
+            out.append((path, start, end, lens, state))
+            if unit is not None:
+                held.add(int(task[1:]))
+        sets = self.lens_sets(audit_id)
+        pending = CellState.PENDING.value
+        for first, path, start, end, _hash, index, size in self.conn.execute(
+            f"SELECT {_UNIT_COLUMNS} FROM units WHERE audit_id = ?", (audit_id,)
+        ):
+            lenses = sets[index]
+            out += [(path, start, end, lenses[k], pending) for k in range(size) if first + k not in held]
+        return out
+
     def implicit_cells_for_path(self, audit_id: int, path: str, have: Iterable[str]) -> list[Cell]:
         units = self._units(audit_id, " AND path = ?", (path,))
         if not units:

@@ -14,10 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from audit_mcp.findings.page import render_page
-from audit_mcp.findings.page_data import page_document
+from audit_mcp.findings.page_data import CellStates, page_document
 from audit_mcp.findings.report import ReportInput
 from audit_mcp.scheduling.failures import cooldown_until
-from audit_mcp.store.records import Cell, PacketRow, RunRow
+from audit_mcp.store.records import PacketRow, RunRow
 from audit_mcp.usecases import forecasting
 from audit_mcp.usecases.workspace import Workspace, iso
 
@@ -25,12 +25,12 @@ from audit_mcp.usecases.workspace import Workspace, iso
 USAGE_KEYS = ("input_tokens", "output_tokens", "api_calls", "seconds", "rate_limited_calls")
 
 
-def page_html(ws: Workspace, report: ReportInput, cells: Sequence[Cell], *, live: bool = False) -> str:
+def page_html(ws: Workspace, report: ReportInput, cells: Sequence[CellStates], *, live: bool = False) -> str:
     """The page for this report and these cells, with the audit's runs, forecast and usage read now."""
     return render_page(page_doc(ws, report, cells), live=live)
 
 
-def page_doc(ws: Workspace, report: ReportInput, cells: Sequence[Cell]) -> dict[str, Any]:
+def page_doc(ws: Workspace, report: ReportInput, cells: Sequence[CellStates]) -> dict[str, Any]:
     with ws.store.read() as tx:
         audit = ws.require_audit(tx)
         runs = tx.runs(audit.audit_id, plan=False)

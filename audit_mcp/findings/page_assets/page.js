@@ -11,12 +11,11 @@
   const STATUSES = ["reproduced", "confirmed", "overstated", "likely", "disputed", "unverified", "not_reproduced",
     "false_positive"];
   const CONFIDENCES = ["high", "medium", "low"];
-  const OPEN_STATES = ["pending", "assigned"];
-  const GAP_STATES = ["failed", "skipped", "pending", "assigned"];
   const ROWS_AT_ONCE = 500; // findings drawn before "show more"
   const WHOLE_MAP_ROWS = 1500; // a map with fewer rows than this opens whole
   const FIRST_VIEW_ROWS = 150; // a larger one opens directories breadth-first up to about this many rows
   const REFRESH_MS = 5000;
+  const ROW_PX = 24; // the height of a map row (page.css: .grid .row)
 
   // Text ---------------------------------------------------------------------------------------------------
   const CONTROL_ANY = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
@@ -68,7 +67,8 @@
   function buildTree(map) {
     const L = map.lenses.length;
     const S = map.states.length;
-    const gapCodes = new Set(map.states.map((s, i) => (GAP_STATES.includes(s.key) ? i : -1)).filter((i) => i >= 0));
+    // Open or failed: what the map's "only what is not reviewed yet or failed" keeps (the states say which).
+    const gapCodes = new Set(map.states.map((s, i) => (s.group === "gap" || s.group === "open" ? i : -1)).filter((i) => i >= 0));
     const node = (path) => ({
       path, name: path.slice(path.lastIndexOf("/") + 1), kids: [], files: [], parent: null,
       counts: new Int32Array(L * S), gaps: 0, rows: 1,
@@ -205,7 +205,7 @@
   function summary() {
     const totals = doc.coverage.totals;
     const byState = totalsByState(tree.counts);
-    const open = OPEN_STATES.reduce((n, s) => n + (totals[s] || 0), 0);
+    const open = doc.map.states.filter((s) => s.group === "open").reduce((n, s) => n + (totals[s.key] || 0), 0);
     const gapCells = (totals.failed || 0) + (totals.skipped || 0);
     const reason = doc.completeness_reason
       || (doc.completeness === "complete" ? "Every cell in scope was reviewed or is not applicable."
@@ -314,24 +314,47 @@
     return row;
   }
 
-  function drawGrid(grid) {
-    const m = doc.map;
-    const rows = [columns(el("div", { class: "row head" }, el("span", { class: "name" }, "path"),
-      m.lenses.map((l) => el("span", { class: "lens", title: line(l) }, line(l).slice(0, 6)))))];
+  /** The map's rows as they stand (directories open or closed, the filters), as descriptions to draw from. */
+  function mapRows() {
+    const rows = [];
     const needle = ui.mapPath.trim().toLowerCase();
     if (needle) {
-      const found = [];
       const walk = (d) => {
-        for (const f of d.files) if (found.length < ROWS_AT_ONCE && f.path.toLowerCase().includes(needle)) found.push(f);
+        for (const f of d.files) if (rows.length < ROWS_AT_ONCE && f.path.toLowerCase().includes(needle)) fileRows(rows, f, 0, true);
         d.kids.forEach(walk);
       };
       walk(tree);
-      for (const f of found) fileRows(rows, f, 0, true);
-      if (!found.length) rows.push(el("p", { class: "muted name" }, "No file path contains that."));
+      if (!rows.length) rows.push({ kind: "none" });
     } else {
       dirRows(rows, tree, 0);
     }
-    grid.replaceChildren(...rows);
+    return rows;
+  }
+
+  /** Draw the map: whole when it has few rows; else only the rows in view (and a margin), each time it scrolls,
+   *  so a map of a hundred thousand cells opens and scrolls as fast as a small one. */
+  function drawGrid(grid) {
+    const rows = mapRows();
+    const head = () => columns(el("div", { class: "row head" }, el("span", { class: "name" }, "path"),
+      doc.map.lenses.map((l) => el("span", { class: "lens", title: line(l) }, line(l).slice(0, 6)))));
+    if (rows.length <= WHOLE_MAP_ROWS) {
+      grid.onscroll = null;
+      grid.replaceChildren(head(), ...rows.map(drawRow));
+      return;
+    }
+    const spacer = (n) => el("div", { class: "spacer", style: { height: `${n * ROW_PX}px` } });
+    const draw = () => {
+      const first = Math.max(0, Math.floor(grid.scrollTop / ROW_PX) - 40);
+      const last = Math.min(rows.length, first + Math.ceil(grid.clientHeight / ROW_PX) + 80);
+      grid.replaceChildren(head(), spacer(first), ...rows.slice(first, last).map(drawRow), spacer(rows.length - last));
+    };
+    let queued = false;
+    grid.onscroll = () => {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(() => { queued = false; draw(); });
+    };
+    draw();
   }
 
   function toggle(key, open, label) {
@@ -345,42 +368,52 @@
   }
 
   function dirRows(rows, d, depth) {
-    const key = "d:" + d.path;
-    const open = ui.expanded.has(key);
-    const total = totalsByState(d.counts);
-    const done = doc.map.states.reduce((n, s, i) => n + (["reviewed", "not_applicable", "carried"].includes(s.key) ? total[i] : 0), 0);
-    const label = d.path === "" ? `${line(doc.repo.name)}/` : `${line(d.name)}/`;
-    rows.push(columns(el("div", { class: "row dir", role: "treeitem", "aria-expanded": String(open), data: { path: d.path } },
-      el("span", { class: "name", style: indent(depth), title: line(d.path || doc.repo.name) },
-        toggle(key, open, `open ${line(d.path || "the repository")}`), label,
-        el("span", { class: "count" }, `${done.toLocaleString("en")} of ${total.reduce((a, b) => a + b, 0).toLocaleString("en")} done`
-          + (d.gaps ? `, ${d.gaps.toLocaleString("en")} open or failed` : ""))),
-      doc.map.lenses.map((lens, l) => el("span", { class: "lens" }, bar(stateCounts(d.counts, l), `${line(d.path || "repository")} · ${line(lens)}`))))));
-    if (!open) return;
+    rows.push({ kind: "dir", d, depth });
+    if (!ui.expanded.has("d:" + d.path)) return;
     for (const k of d.kids) if (!ui.gapsOnly || k.gaps) dirRows(rows, k, depth + 1);
     for (const f of d.files) if (!ui.gapsOnly || f.gaps) fileRows(rows, f, depth + 1, false);
   }
 
-  function fileRows(rows, f, depth, fullPath) {
-    const name = fullPath ? line(f.path) : line(f.name);
-    const lenses = doc.map.lenses;
-    if (f.reason !== undefined) {
-      rows.push(columns(el("div", { class: "row file", data: { path: f.path } },
-        el("span", { class: "name", style: indent(depth), title: line(f.path) }, name,
-          el("span", { class: "skipped-file" }, ` skipped at intake: ${line(f.reason)}`)))));
-      return;
+  function fileRows(rows, f, depth, full) {
+    if (f.reason !== undefined) rows.push({ kind: "skipped", f, depth, full });
+    else if (f.units.length === 1) rows.push({ kind: "unit", f, unit: f.units[0], depth, full });
+    else {
+      rows.push({ kind: "chunked", f, depth, full });
+      if (ui.expanded.has("f:" + f.path)) for (const u of f.units) rows.push({ kind: "unit", f, unit: u, depth: depth + 1, chunk: true });
     }
-    if (f.units.length === 1) {
-      rows.push(unitRow(f, f.units[0], name, depth));
-      return;
+  }
+
+  function drawRow(r) {
+    if (r.kind === "dir") return dirRow(r.d, r.depth);
+    if (r.kind === "none") return el("p", { class: "muted name" }, "No file path contains that.");
+    const f = r.f;
+    const name = r.chunk ? `lines ${r.unit[0]}-${r.unit[1]}` : r.full ? line(f.path) : line(f.name);
+    if (r.kind === "unit") return unitRow(f, r.unit, name, r.depth);
+    if (r.kind === "skipped") {
+      return columns(el("div", { class: "row file", data: { path: f.path } },
+        el("span", { class: "name", style: indent(r.depth), title: line(f.path) }, name,
+          el("span", { class: "skipped-file" }, ` skipped at intake: ${line(f.reason)}`))));
     }
     const key = "f:" + f.path;
+    return columns(el("div", { class: "row file chunked", data: { path: f.path } },
+      el("span", { class: "name", style: indent(r.depth), title: line(f.path) },
+        toggle(key, ui.expanded.has(key), `open the chunks of ${line(f.path)}`), name,
+        el("span", { class: "count" }, `${f.units.length} chunks`)),
+      doc.map.lenses.map((lens, l) => el("span", { class: "lens" }, bar(stateCounts(f.counts, l), `${line(f.path)} · ${line(lens)}`)))));
+  }
+
+  function dirRow(d, depth) {
+    const key = "d:" + d.path;
     const open = ui.expanded.has(key);
-    rows.push(columns(el("div", { class: "row file chunked", data: { path: f.path } },
-      el("span", { class: "name", style: indent(depth), title: line(f.path) }, toggle(key, open, `open the chunks of ${line(f.path)}`),
-        name, el("span", { class: "count" }, `${f.units.length} chunks`)),
-      lenses.map((lens, l) => el("span", { class: "lens" }, bar(stateCounts(f.counts, l), `${line(f.path)} · ${line(lens)}`))))));
-    if (open) for (const u of f.units) rows.push(unitRow(f, u, `lines ${u[0]}-${u[1]}`, depth + 1));
+    const total = totalsByState(d.counts);
+    const done = doc.map.states.reduce((n, s, i) => n + (s.group === "done" ? total[i] : 0), 0);
+    const label = d.path === "" ? `${line(doc.repo.name)}/` : `${line(d.name)}/`;
+    return columns(el("div", { class: "row dir", role: "treeitem", "aria-expanded": String(open), data: { path: d.path } },
+      el("span", { class: "name", style: indent(depth), title: line(d.path || doc.repo.name) },
+        toggle(key, open, `open ${line(d.path || "the repository")}`), label,
+        el("span", { class: "count" }, `${done.toLocaleString("en")} of ${total.reduce((a, b) => a + b, 0).toLocaleString("en")} done`
+          + (d.gaps ? `, ${d.gaps.toLocaleString("en")} open, failed or skipped` : ""))),
+      doc.map.lenses.map((lens, l) => el("span", { class: "lens" }, bar(stateCounts(d.counts, l), `${line(d.path || "repository")} · ${line(lens)}`)))));
   }
 
   function unitRow(f, unit, name, depth) {
