@@ -118,6 +118,7 @@ def synthesize(raw_findings: Sequence[dict[str, Any]], same: Collection[tuple[st
     """
     merged: list[Finding] = []
     by_fp: dict[str, Finding] = {}
+    by_file: dict[str, list[Finding]] = {}  # a finding is only ever the same problem as one in its own file
     ordered = sorted(
         raw_findings,
         key=lambda r: (SEVERITY_RANK[r["severity"]], r["file"], r["start_line"], r["lens"], r["packet_id"]),
@@ -126,7 +127,9 @@ def synthesize(raw_findings: Sequence[dict[str, Any]], same: Collection[tuple[st
         cid = category_id(raw)
         fp = fingerprint(raw["file"], cid, raw["evidence"])
         span = (raw["start_line"], raw["end_line"])
-        same_place = by_fp.get(fp) or next((f for f in merged if _same_problem(f, raw, span)), None)
+        same_place = by_fp.get(fp) or next(
+            (f for f in by_file.get(raw["file"], ()) if _same_problem(f, raw, span)), None
+        )
         if same_place is not None:
             _merge_into(same_place, raw, fp)
             by_fp.setdefault(fp, same_place)
@@ -155,6 +158,7 @@ def synthesize(raw_findings: Sequence[dict[str, Any]], same: Collection[tuple[st
             category_id=cid,
         )
         merged.append(finding)
+        by_file.setdefault(finding.file, []).append(finding)
         by_fp[fp] = finding
     merged = _merge_judged(merged, same)
     merged.sort(key=lambda f: (SEVERITY_RANK[f.severity], CONFIDENCE_RANK[f.confidence], f.file, f.start_line))
