@@ -85,9 +85,9 @@ def test_the_map_codes_each_unit_by_lens_and_lists_a_new_state_as_one_more_entry
 
 
 def test_every_merge_writes_the_page_and_the_cli_prints_it(
-    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    repo: Path, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    service = AuditService(repo)
+    service = AuditService(repo)  # on each store (AUDIT_MCP_STORE names the PostgreSQL one)
     step = service.next_step(CAPS)
     assert not service.report_html_path.exists()
     answer_run(service, hostile_reviewer(), step)  # the threat model's run

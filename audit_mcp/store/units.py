@@ -184,23 +184,31 @@ class UnitQueries(Queries):
 
     def review_cell_states(self, audit_id: int) -> list[tuple[str, int, int, str, str]]:
         """(path, start line, end line, lens, state) of every review cell, rows and implied alike, in no order:
-        what the coverage map draws, without building a ``Cell`` for each of a large matrix's cells."""
-        out: list[tuple[str, int, int, str, str]] = []
-        held: set[int] = set()
-        for path, start, end, lens, state, unit, task in self.conn.execute(
-            "SELECT path, start_line, end_line, lens, state, unit, task_id FROM cells WHERE audit_id = ? AND kind = ?",
-            (audit_id, CellKind.REVIEW),
-        ):
-            out.append((path, start, end, lens, state))
-            if unit is not None:
-                held.add(int(task[1:]))
+        what the coverage map draws. A unit's cells are read as its place and each row's state (a pending
+        cell without a row is implied), so a large matrix's cells cost no ``Cell`` and no path each."""
+        kind = CellKind.REVIEW.value
+        out: list[tuple[str, int, int, str, str]] = [
+            (r[0], r[1], r[2], r[3], r[4])
+            for r in self.conn.execute(
+                "SELECT path, start_line, end_line, lens, state FROM cells WHERE audit_id = ? AND kind = ?"
+                " AND unit IS NULL",
+                (audit_id, kind),
+            )
+        ]
+        held = {
+            int(r[0][1:]): r[1]
+            for r in self.conn.execute(
+                "SELECT task_id, state FROM cells WHERE audit_id = ? AND kind = ? AND unit IS NOT NULL",
+                (audit_id, kind),
+            )
+        }
         sets = self.lens_sets(audit_id)
         pending = CellState.PENDING.value
         for first, path, start, end, _hash, index, size in self.conn.execute(
             f"SELECT {_UNIT_COLUMNS} FROM units WHERE audit_id = ?", (audit_id,)
         ):
             lenses = sets[index]
-            out += [(path, start, end, lenses[k], pending) for k in range(size) if first + k not in held]
+            out += [(path, start, end, lenses[k], held.get(first + k, pending)) for k in range(size)]
         return out
 
     def implicit_cells_for_path(self, audit_id: int, path: str, have: Iterable[str]) -> list[Cell]:
