@@ -248,6 +248,7 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
         prompt = render(
             "steps/present_report.md",
             report_path=str(ctx.report_path),
+            page_path=str(ctx.artifacts_dir / "report" / "report.html"),
             report_cli=_cli(ctx, "report"),
             evidence_cli=_cli(ctx, "runtime-evidence"),
             coverage_line=_coverage_line(ctx),
@@ -270,6 +271,7 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
         "prompt": str(prompt_path),
         "report": str(ctx.artifacts_dir / "report" / "report.md"),
         "report_json": str(ctx.artifacts_dir / "report" / "report.json"),
+        "report_html": str(ctx.artifacts_dir / "report" / "report.html"),
     }
     if ctx.plan_path is not None:
         paths["plan"] = str(ctx.plan_path)

@@ -64,7 +64,15 @@ def _result(ws: Workspace, stage: str, ran: bool, detail: str) -> StageResult:
     with ws.store.read() as tx:
         audit = tx.current_audit()
         counts = tx.cell_counts(audit.audit_id) if audit else {}
-    paths = {"report": str(ws.report_md_path), "report_json": str(ws.report_json_path)} if stage == "synthesize" else {}
+    paths = (
+        {
+            "report": str(ws.report_md_path),
+            "report_json": str(ws.report_json_path),
+            "report_html": str(ws.report_html_path),
+        }
+        if stage == "synthesize"
+        else {}
+    )
     return StageResult(
         stage=stage,
         ran=ran,

@@ -181,7 +181,7 @@
         LIVE ? el("span", { id: "refresh", class: "muted" }, `refreshes every ${REFRESH_MS / 1000} s`) : null),
       el("p", { class: "muted" },
         `audit ${a.audit_id} started ${a.created_at}; this page ${a.generated_at}; `,
-        `${head}${snap.git_dirty ? " (working tree dirty)" : ""}, manifest ${snap.manifest_digest.slice(0, 12)}; `,
+        `git ${head}${snap.git_dirty ? " (working tree dirty)" : ""}, manifest ${snap.manifest_digest.slice(0, 12)}; `,
         el("span", { class: "mono" }, line(doc.repo.root))),
       doc.notes.map((n) => el("p", { class: "note" }, block(n))),
       doc.blocker && !doc.provisional ? el("p", { class: "warn" }, "Blocked: ", block(doc.blocker)) : null,
@@ -244,7 +244,7 @@
               ` ${line(g.lens)}`, g.reason ? ` — ${line(g.reason)}` : "")))) : null),
         card("What remains",
           f ? kv([["cells waiting", String(f.pending_cells ?? 0)],
-            ["next run", `${f.next_run_packets ?? 0} packet(s) in waves ${(f.next_run_waves || []).join("+") || "-"}`],
+            ["next run", `${f.next_run_packets ?? 0} packet(s) in waves ${waveText(f.next_run_waves || [])}`],
             ["input tokens", `~${(f.estimated_input_tokens || 0).toLocaleString("en")}`],
             ["output tokens", `~${(f.estimated_output_tokens || 0).toLocaleString("en")}`],
             ["time", line(f.time_range || "")],
@@ -595,6 +595,19 @@
       list("Deprecated", m.deprecated, (x) => [code(x.path), `: ${line(x.why)}`]));
   }
 
+  /** A run's waves as "4+4+2"; a long list with its equal waves folded ("31 waves of 16, 1 of 4"). */
+  function waveText(waves) {
+    if (waves.length <= 8) return waves.join("+") || "-";
+    const out = [];
+    for (let i = 0; i < waves.length;) {
+      let n = 1;
+      while (i + n < waves.length && waves[i + n] === waves[i]) n += 1;
+      out.push(`${n} ${n === 1 ? "wave" : "waves"} of ${waves[i]}`);
+      i += n;
+    }
+    return out.join(", ");
+  }
+
   function runsSection() {
     const runs = doc.runs;
     if (!runs.length) {
@@ -614,7 +627,7 @@
       const failed = Object.values(r.failures).reduce((a, b) => a + b, 0);
       return el("div", { class: "trow", data: { run: r.run_id } },
         el("div", null, el("div", { class: "mono" }, line(r.run_id)),
-          el("div", { class: "muted" }, `${words(r.packet_kind)} · width ${r.wave_size} · waves ${r.waves.join("+") || "-"}`)),
+          el("div", { class: "muted" }, `${words(r.packet_kind)} · width ${r.wave_size} · waves ${waveText(r.waves)}`)),
         el("div", { class: "track", title: `${line(r.run_id)}: ${r.packets} packet(s), ${r.submitted} submitted, ${failed} failed` },
           el("span", { class: `span${r.merged_at ? "" : " open"}`, style: { left: pos(start), width: width(start, end) } }),
           r.cooldowns.map(([a, b]) => el("span", { class: "cool", title: `cooldown ${line(a)} → ${line(b)}`,
@@ -638,7 +651,7 @@
           el("td", null, line(r.created_at)), el("td", null, line(r.merged_at || "-")),
           num(r.packets), num(r.submitted), num(Object.values(r.failures).reduce((a, b) => a + b, 0)), num(r.wave_size),
           num(r.rate_limited.length), num(r.usage.input_tokens), num(r.usage.output_tokens),
-          el("td", null, r.waves.join("+") || "-"),
+          el("td", null, waveText(r.waves)),
           el("td", null, r.cooldowns.length ? line(r.cooldowns[r.cooldowns.length - 1][1]) : "-")))))));
   }
 

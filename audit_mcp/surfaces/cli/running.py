@@ -105,6 +105,7 @@ def _demo(args: argparse.Namespace) -> int:
     )
     print(f"report: {result.report_path}")
     print(f"report (JSON): {result.report_json_path}")
+    print(f"report (a page for a browser): {result.report_json_path.with_name('report.html')}")
     print(
         "next: add the server to your coding agent (README: Adding the server to a host), or run a headless "
         "audit with `audit-mcp run --root REPO --worker '...'`"
