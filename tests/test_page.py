@@ -14,8 +14,18 @@ import pytest
 
 from audit_mcp.findings.page import render_page
 from audit_mcp.findings.page_data import coverage_map
+from audit_mcp.usecases.service import AuditService
 from tests.browser import Browser
-from tests.page_audit import HOSTILE_FILE, HOSTILE_TITLE, audit_to_the_end, embedded, hostile_repo, isolated
+from tests.page_audit import (
+    CAPS,
+    HOSTILE_FILE,
+    HOSTILE_TITLE,
+    audit_to_the_end,
+    embedded,
+    hostile_repo,
+    hostile_reviewer,
+    isolated,
+)
 
 ARTIFACTS_ENV = "AUDIT_MCP_TEST_ARTIFACTS"  # where the screenshot goes (CI sets it); else the test's own folder
 
@@ -171,4 +181,34 @@ def test_a_map_of_thousands_of_files_draws_only_the_rows_in_view(
     )
     assert shown == [states[(4999 + k) % 3] for k in range(3)]
     assert browser.run("return document.querySelectorAll('#map-grid .row').length") < 400
+    assert_clean(browser, url)
+
+
+def test_the_runs_show_a_429_its_cooldown_and_the_usage_reported(browser: Browser, repo: Path) -> None:
+    service = AuditService(repo)
+    step = service.next_step(CAPS)
+    plan = json.loads(service.plan_path(step.run_id or "").read_text(encoding="utf-8"))
+    refused = "429 Too Many Requests: rate_limit_error; retry-after: 90"
+    throttled = len(plan["packets"])
+    service.merge_and_ingest(plan["run_id"], [{"packet_id": p["packet_id"], "error": refused} for p in plan["packets"]])
+    step = service.next_step()
+    plan = json.loads(service.plan_path(step.run_id or "").read_text(encoding="utf-8"))
+    reviewer = hostile_reviewer()
+    for packet in plan["packets"]:
+        usage = {"input_tokens": 1234, "output_tokens": 56, "api_calls": 3}
+        assert service.submit_packet(plan["run_id"], packet["packet_id"], reviewer.results(packet), usage).accepted
+    service.merge_and_ingest(plan["run_id"])
+    url = _open(browser, service.report_html_path)
+    assert browser.run("return document.querySelectorAll('#timeline .r429').length") == throttled
+    assert browser.run("return document.querySelectorAll('#timeline .cool').length") == 1
+    table = browser.run(
+        "return [...document.querySelectorAll('#runs-table tbody tr')].map(r => [...r.cells].map(c => c.textContent))"
+    )
+    first, second = table
+    assert first[9] == str(throttled) and second[9] == "0"  # its 429s
+    assert second[10] == str(1234 * len(plan["packets"]))  # the input tokens its packets reported
+    cooldown_end = first[-1]
+    assert cooldown_end != "-" and cooldown_end > first[3]  # ninety seconds after the refusal
+    usage = browser.run("return document.querySelector('#summary .card:nth-child(6)').textContent")
+    assert f"{1234 * len(plan['packets']):,}" in usage and "submission" in usage
     assert_clean(browser, url)
