@@ -81,10 +81,13 @@ def test_the_page_is_refused_as_mcp_is(
 ) -> None:
     service, _ = started
     with serving(service.root, tmp_path / "server.log") as base:
-        page = _answer("GET", base + "/", headers)
-        mcp = _answer("GET", base + "/mcp", {**headers, "Accept": "text/event-stream"})
-        assert page == mcp and page[0] == status
+        json = {"Content-Type": "application/json"}  # a POST without it is refused first, by both, with 400
+        for method, extra in (("GET", {}), ("POST", json), ("DELETE", {}), ("POST", {})):
+            page = _answer(method, base + "/", {**headers, **extra})
+            mcp = _answer(method, base + "/mcp", {**headers, **extra, "Accept": "text/event-stream"})
+            assert page == mcp and page[0] == (status if extra or method != "POST" else 400), method
         assert _answer("GET", base + "/", {})[0] == 200
+        assert _answer("POST", base + "/", json)[0] == 405
 
 
 def test_without_the_bearer_token_the_page_is_refused_as_mcp_is(

@@ -64,9 +64,13 @@ def install_page(server: MCPServer, current: Callable[[], AuditService], securit
     kept = _Kept()
 
     async def audit_page(request: Request) -> Response:
-        refused = await guard.validate_request(request, is_post=False)
+        refused = await guard.validate_request(request, is_post=request.method == "POST")
         if refused is not None:
             return refused
+        if request.method not in ("GET", "HEAD"):  # checked after the guard, which answers any method as /mcp does
+            return PlainTextResponse(
+                "the audit page is read with GET\n", status_code=405, headers={"Allow": "GET, HEAD"}
+            )
         try:
             tag, body = await anyio.to_thread.run_sync(lambda: kept.page(current()))
         except NotFoundError as exc:
@@ -85,4 +89,5 @@ def install_page(server: MCPServer, current: Callable[[], AuditService], securit
             return Response(status_code=304, headers=headers)
         return Response(body, media_type="text/html; charset=utf-8", headers=headers)
 
-    server.custom_route(PAGE_PATH, methods=["GET"], include_in_schema=False)(audit_page)
+    methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    server.custom_route(PAGE_PATH, methods=methods, include_in_schema=False)(audit_page)
