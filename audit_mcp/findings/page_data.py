@@ -74,20 +74,15 @@ def coverage_map(lenses: Sequence[str], cells: Iterable[CellStates], skipped: Se
             codes[column[cell[3]]] = code[cell[4]]
         units.setdefault(path, []).append([start, end, "".join(codes)])
     reasons = {f.path: (f.skip_reason or "skipped at intake")[:MAX_REASON_CHARS] for f in skipped}
-    paths = sorted(set(units) | set(reasons))
-    dirs = sorted({_parent(p) for p in paths} | {a for p in paths for a in _ancestors(_parent(p))})
+    places = [(path, *path.rpartition("/")) for path in sorted(set(units) | set(reasons))]
+    parents = {parent for _path, parent, _sep, _name in places}
+    dirs = sorted(parents | {a for parent in parents for a in _ancestors(parent)})
     index = {d: i for i, d in enumerate(dirs)}
     files = [
-        [index[_parent(path)], path.rsplit("/", 1)[-1], units[path]]
-        if path in units
-        else [index[_parent(path)], path.rsplit("/", 1)[-1], [], reasons[path]]
-        for path in paths
+        [index[parent], name, units[path]] if path in units else [index[parent], name, [], reasons[path]]
+        for path, parent, _sep, name in places
     ]
     return {"lenses": order, "states": states, "cells": len(cells), "dirs": dirs, "files": files}
-
-
-def _parent(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
 def _ancestors(directory: str) -> list[str]:
