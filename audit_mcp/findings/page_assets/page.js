@@ -662,13 +662,29 @@
   }
 
   // Drawing and refreshing ---------------------------------------------------------------------------------
+  /** Draw the whole page; drawn again after a refresh, where the reader was is kept: the scroll of the page and
+   *  of the map, and the field being typed in. */
   function render() {
+    const focused = document.activeElement && document.activeElement.id;
+    const caret = focused ? document.activeElement.selectionStart : null;
+    const before = document.getElementById("map-grid");
+    const scroll = [window.scrollX, window.scrollY, before ? before.scrollTop : 0];
     tree = buildTree(doc.map);
     if (ui.expanded === null) ui.expanded = firstExpansion(tree);
     const map = mapSection();
     document.getElementById("app").replaceChildren(header(), summary(), map, findingsSection(), refutedSection(),
       blocksSection(), threatSection(), runsSection(), footer());
-    drawGrid(document.getElementById("map-grid"));
+    const grid = document.getElementById("map-grid");
+    drawGrid(grid);
+    grid.scrollTop = scroll[2]; // a map drawn by the rows in view draws them again as it scrolls there
+    window.scrollTo(scroll[0], scroll[1]);
+    const again = focused && document.getElementById(focused);
+    if (again) {
+      again.focus();
+      if (caret !== null && typeof again.setSelectionRange === "function" && again.type === "search") {
+        again.setSelectionRange(caret, caret);
+      }
+    }
     document.title = `Audit: ${line(doc.repo.name)}${doc.provisional ? " (provisional)" : ""}`;
     document.documentElement.dataset.ready = String(Number(document.documentElement.dataset.ready || 0) + 1);
   }
