@@ -25,7 +25,7 @@ TOKEN = "page-token-for-tests-0123456789"
 
 @contextmanager
 def serving(repo: Path, log: Path, token: str | None = None) -> Iterator[str]:
-    """``audit-mcp serve --http`` on a free loopback port; its base URL."""
+    """``audit-mcp serve --http`` on a free loopback port (with ``token``, or with ``--no-token``); its base URL."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
@@ -35,7 +35,7 @@ def serving(repo: Path, log: Path, token: str | None = None) -> Iterator[str]:
     exe = str(Path(sys.executable).with_name("audit-mcp"))
     with log.open("wb") as sink:
         proc = subprocess.Popen(
-            [exe, "serve", "--http", "--root", str(repo), "--port", str(port)],
+            [exe, "serve", "--http", "--root", str(repo), "--port", str(port), *([] if token else ["--no-token"])],
             stdout=subprocess.DEVNULL,
             stderr=sink,
             env=env,

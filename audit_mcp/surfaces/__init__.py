@@ -4,7 +4,8 @@
 sessions hear besides replies: log levels, resource updates), ``cli`` (the same verbs, JSON
 on stdout), ``headless`` (``audit-mcp run``: launches review workers itself),
 ``demo`` (a scripted audit of the bundled fixture), ``http_auth`` (the bearer
-token in front of streamable HTTP), ``page_route`` (the live audit page at ``/``), ``status_table`` and ``terminal`` (what a
+token in front of streamable HTTP), ``page_route`` (the live audit page at
+``/``), ``status_table`` and ``terminal`` (what a
 person sees in a terminal). Errors become ``ToolError`` or an exit code here,
 and only here.
 
