@@ -157,7 +157,8 @@ def main() -> None:
         }
         if args.baseline is not None:
             theirs = _review_only(args.baseline, base / "page-baseline.toml", f"max_packets_per_run = {args.packets}\n")
-            shutil.rmtree(base / "artifacts-baseline", ignore_errors=True)
+            for side in ("artifacts-ours", "artifacts-baseline"):
+                shutil.rmtree(base / side, ignore_errors=True)
             ours = _child(_AUDIT, str(root), str(base / "artifacts-ours"), str(config), str(base / "x.html"), "1")
             them = _child(
                 _AUDIT,
