@@ -31,18 +31,22 @@ def page_html(ws: Workspace, report: ReportInput, cells: Sequence[CellStates], *
 
 
 def page_doc(ws: Workspace, report: ReportInput, cells: Sequence[CellStates]) -> dict[str, Any]:
+    """The page's document for the report's audit (the current one, or an earlier one by number)."""
+    audit_id = report.audit_id
     with ws.store.read() as tx:
-        audit = ws.require_audit(tx)
-        runs = tx.runs(audit.audit_id, plan=False)
-        waves = tx.run_waves(audit.audit_id)
+        current = tx.current_audit()
+        runs = tx.runs(audit_id, plan=False)
+        waves = tx.run_waves(audit_id)
         packets = {r.run_id: tx.packets(r.run_id) for r in runs}
-        submissions = tx.run_submissions(audit.audit_id)
-        failures = tx.failures(audit.audit_id)
+        submissions = tx.run_submissions(audit_id)
+        failures = tx.failures(audit_id)
+    waiting = report.provisional and not report.blocker and not report.abandoned
     return page_document(
         report,
         cells,
         runs=timeline(runs, waves, packets, submissions, failures),
-        forecast=_forecast(ws) if report.provisional and not report.blocker else None,
+        # What remains is forecast for the audit still going on, as status forecasts it.
+        forecast=_forecast(ws) if waiting and current is not None and current.audit_id == audit_id else None,
         usage=usage(submissions),
     )
 
