@@ -171,7 +171,7 @@
   function header() {
     const a = doc.audit;
     const snap = doc.snapshot;
-    const head = snap.git_head ? snap.git_head.slice(0, 12) : "no git HEAD";
+    const head = snap.git_head ? `git ${snap.git_head.slice(0, 12)}` : "no git HEAD";
     return el("header", null,
       el("h1", null, "Audit: ", line(doc.repo.name)),
       el("p", null,
@@ -181,7 +181,7 @@
         LIVE ? el("span", { id: "refresh", class: "muted" }, `refreshes every ${REFRESH_MS / 1000} s`) : null),
       el("p", { class: "muted" },
         `audit ${a.audit_id} started ${a.created_at}; this page ${a.generated_at}; `,
-        `git ${head}${snap.git_dirty ? " (working tree dirty)" : ""}, manifest ${snap.manifest_digest.slice(0, 12)}; `,
+        `${head}${snap.git_dirty ? " (working tree dirty)" : ""}, manifest ${snap.manifest_digest.slice(0, 12)}; `,
         el("span", { class: "mono" }, line(doc.repo.root))),
       doc.notes.map((n) => el("p", { class: "note" }, block(n))),
       doc.blocker && !doc.provisional ? el("p", { class: "warn" }, "Blocked: ", block(doc.blocker)) : null,
