@@ -5,6 +5,7 @@ nothing changed, and in a real Chromium it redraws itself when a merge changes t
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -105,6 +106,59 @@ def test_without_the_bearer_token_the_page_is_refused_as_mcp_is(
             _answer("GET", base + "/", foreign)[0] == 421
         )
         assert _answer("GET", base + "/", right)[0] == 200
+
+
+def _printed_page_url(log: Path) -> str:
+    line = next(line for line in log.read_text().splitlines() if "the audit page at" in line)
+    return re.search(r"the audit page at (\S+)", line).group(1)  # type: ignore[union-attr]
+
+
+def test_a_browser_opens_the_page_with_the_key_serve_printed_and_the_key_opens_nothing_else(
+    started: tuple[AuditService, object], tmp_path: Path
+) -> None:
+    service, _ = started
+    log = tmp_path / "server.log"
+    with serving(service.root, log, TOKEN) as base:
+        printed = _printed_page_url(log)
+        assert printed.startswith(base + "/?key=") and TOKEN not in log.read_text()
+        key = printed.split("?key=", 1)[1]
+        opened = httpx.get(printed, timeout=30)  # no redirects followed: the key becomes a cookie, then "/"
+        assert opened.status_code == 303 and opened.headers["location"] == "/"
+        cookie = opened.headers["set-cookie"]
+        assert cookie.startswith(f"audit_mcp_page={key};")
+        assert {"httponly", "samesite=strict", "path=/"} <= {part.strip().lower() for part in cookie.split(";")}
+        with httpx.Client(base_url=base, timeout=30) as browser_like:
+            assert browser_like.get("/", params={"key": key}, follow_redirects=True).status_code == 200
+            assert browser_like.get("/").status_code == 200  # the cookie alone opens the page
+            assert browser_like.head("/").status_code == 200
+            # ... and nothing else: not the tools, not a write to the page's address.
+            assert browser_like.get("/mcp", headers={"Accept": "text/event-stream"}).status_code == 401
+            assert browser_like.post("/mcp", json={}, headers={"Accept": "text/event-stream"}).status_code == 401
+            assert browser_like.post("/", json={}).status_code == 401
+        for given in (f"Bearer {key}", f"Bearer {printed}"):
+            assert _answer("GET", base + "/mcp", {"Authorization": given, "Accept": "text/event-stream"})[0] == 401
+        assert _answer("GET", base + "/mcp?key=" + key, {"Accept": "text/event-stream"})[0] == 401
+        wrong = {"Cookie": "audit_mcp_page=" + key[:-1] + ("0" if key[-1] != "0" else "1")}
+        assert _answer("GET", base + "/", wrong)[0] == 401
+        assert _answer("GET", base + "/?key=" + key[::-1], {})[0] == 401
+        # The Host and Origin checks run before the key turns into a cookie.
+        assert httpx.get(printed, headers={"Host": "evil.example:80"}, timeout=30).status_code == 421
+        refused = httpx.get(printed, headers={"Origin": "http://evil.example"}, timeout=30)
+        assert refused.status_code == 403 and "set-cookie" not in refused.headers
+
+
+def test_a_browser_given_the_printed_address_reads_the_live_page_and_its_refreshes(
+    browser: Browser, started: tuple[AuditService, object], tmp_path: Path
+) -> None:
+    service, step = started
+    log = tmp_path / "server.log"
+    with serving(service.root, log, TOKEN) as base:
+        browser.open(_printed_page_url(log))
+        assert browser.run("return location.href") == base + "/"  # the key left the address bar
+        answer_run(service, hostile_reviewer(), step)
+        browser.wait("return Number(document.documentElement.dataset.ready) >= 2", timeout=30)
+        assert browser.run("return document.cookie") == ""  # HttpOnly: the page's script cannot read it
+        assert [e["message"] for e in browser.console()] == []
 
 
 def test_the_live_page_carries_its_policy_and_answers_304_until_the_audit_changes(

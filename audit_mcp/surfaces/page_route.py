@@ -2,7 +2,10 @@
 
 The same Host/Origin check as the MCP transport (the SDK's own, with the same settings: a foreign Host is
 421, a foreign Origin 403) runs first, and the bearer token, when the server has one, wraps the whole
-application, so ``/`` answers 401 as ``/mcp`` does. The page is drawn from the store on request, kept while
+application, so ``/`` answers 401 as ``/mcp`` does, unless the request carries the page key
+(``http_auth``): a ``?key=`` that passed is answered, once the Host/Origin check has passed too, with a
+redirect to ``/`` that sets the key as the page's cookie (HttpOnly, SameSite=Strict), so the key leaves the
+address bar. The page is drawn from the store on request, kept while
 the store has not changed (its tag is the page's ETag, so a browser's refresh costs a 304), and sent with
 its Content-Security-Policy as a header too (the header adds what a ``<meta>`` policy cannot: no framing).
 """
@@ -20,6 +23,7 @@ from starlette.responses import PlainTextResponse, Response
 
 from audit_mcp.core.errors import AuditError, NotFoundError
 from audit_mcp.findings.page import content_security_policy
+from audit_mcp.surfaces.http_auth import PAGE_COOKIE, SET_PAGE_COOKIE
 from audit_mcp.usecases import reporting
 from audit_mcp.usecases.service import AuditService
 
@@ -71,6 +75,11 @@ def install_page(server: MCPServer, current: Callable[[], AuditService], securit
             return PlainTextResponse(
                 "the audit page is read with GET\n", status_code=405, headers={"Allow": "GET, HEAD"}
             )
+        cookie = request.scope.get("state", {}).get(SET_PAGE_COOKIE)
+        if cookie is not None:
+            response = Response(status_code=303, headers={**page_headers(), "Location": PAGE_PATH})
+            response.set_cookie(PAGE_COOKIE, cookie, path=PAGE_PATH, httponly=True, samesite="strict")
+            return response
         try:
             tag, body = await anyio.to_thread.run_sync(lambda: kept.page(current()))
         except NotFoundError as exc:

@@ -96,7 +96,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _serve_with(args: argparse.Namespace) -> int:
-    from audit_mcp.surfaces.http_auth import BearerToken
+    from audit_mcp.surfaces.http_auth import PAGE_KEY_PARAM, BearerToken, page_key
     from audit_mcp.surfaces.server import build_server
 
     root = (args.root or Path.cwd()).resolve()
@@ -117,10 +117,12 @@ def _serve_with(args: argparse.Namespace) -> int:
         return EXIT_OK
     token, where = _token(args, loopback)
     _port_is_free(args.host, args.port)
+    page = f"http://{_url_host(args.host)}:{args.port}/"
     print(
-        f"audit-mcp: serving streamable HTTP on http://{args.host}:{args.port}/mcp"
+        f"audit-mcp: serving streamable HTTP on http://{_url_host(args.host)}:{args.port}/mcp"
         + (f" (bearer token required: {where})" if token else " (no bearer token: --no-token)")
-        + f"; the audit page at http://{args.host}:{args.port}/",
+        + f"; the audit page at {page}"
+        + (f"?{PAGE_KEY_PARAM}={page_key(token)} (the key opens the page only; keep it to yourself)" if token else ""),
         file=sys.stderr,
     )
     import uvicorn
@@ -201,6 +203,11 @@ def _token(args: argparse.Namespace, loopback: bool) -> tuple[str | None, str]:
     if len(token) < MIN_TOKEN_CHARS:
         raise ConfigError(f"the bearer token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} random ones")
     return token, where
+
+
+def _url_host(host: str) -> str:
+    """``host`` as a URL names it (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def _port_is_free(host: str, port: int) -> None:
