@@ -200,3 +200,32 @@ def test_reports_keep_their_history_through_abandon_and_report_audit_n(
     code, _ = cli(capsys, "report", "--root", root, "--audit", "7")
     assert code != 0
     del err
+
+
+@pytest.mark.anyio
+async def test_every_mcp_error_says_what_was_wrong_and_what_to_do(repo: Path) -> None:
+    from mcp import MCPError
+
+    async with Client(build_server(repo)) as client:
+        wide = await client.call_tool(
+            "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 100}
+        )
+        assert wide.is_error
+        text = wide.content[0].text  # type: ignore[union-attr]
+        assert "`host_max_active_subagents` is 100; it must be at most 64" in text and "Call next_step again" in text
+        assert "pydantic" not in text and "https://" not in text
+        kind = await client.call_tool("next_step", {"host_can_dispatch_subagents": "sometimes"})
+        assert "`host_can_dispatch_subagents` is 'sometimes'; give true or false" in kind.content[0].text  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as nothing:
+            await client.read_resource("audit://report")
+        assert "call next_step there first" in str(nothing.value) and "Internal" not in str(nothing.value)
+        assert not (await client.call_tool("next_step", {"host_can_dispatch_subagents": True})).is_error
+        with pytest.raises(MCPError) as unknown:
+            await client.get_prompt("reproduce_finding", {"finding": "F999"})
+        assert "Internal" not in str(unknown.value) and "F999" in str(unknown.value)
+        with pytest.raises(MCPError) as missing:
+            await client.get_prompt("reproduce_finding", {})
+        assert "`finding` (required)" in str(missing.value) and "Internal" not in str(missing.value)
+        with pytest.raises(MCPError) as plan:
+            await client.read_resource("audit://runs/A9-R9-000000/dispatch-plan")
+        assert "A9-R9-000000" in str(plan.value) and "Internal" not in str(plan.value)

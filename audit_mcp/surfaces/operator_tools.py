@@ -5,18 +5,16 @@ Registered on the server by ``server.build_server``; errors a caller must act on
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Protocol, TypeVar
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from audit_mcp.core.errors import AuditError
 from audit_mcp.core.models import Receipt
 from audit_mcp.core.operations import RequeueResult, TaskExplanation
 from audit_mcp.surfaces import params as p
+from audit_mcp.surfaces.edges import tool_call
 from audit_mcp.usecases.service import AuditService
 
 T = TypeVar("T")
@@ -48,13 +46,6 @@ class Services(Protocol):
     def for_run(self, run_id: str) -> AuditService: ...
 
 
-def _call(fn: Callable[[], T]) -> T:
-    try:
-        return fn()
-    except AuditError as exc:
-        raise ToolError(str(exc)) from exc
-
-
 def register_operator_tools(server: MCPServer, services: Services) -> None:
     @server.tool(
         title="Check results without submitting",
@@ -68,7 +59,7 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
         Same arguments as submit_packet. The receipt has `dry_run: true`; when it says `accepted`, call
         submit_packet with the same results to record them. Use it to check an answer before handing it in.
         """
-        return _call(lambda: services.for_run(run_id).validate_results(run_id, packet_id, results, usage))
+        return tool_call(lambda: services.for_run(run_id).validate_results(run_id, packet_id, results, usage))
 
     @server.tool(
         title="Explain a task",
@@ -79,7 +70,7 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
         attempts, every packet that held it with the answer each gave, failures, findings, requeue requests,
         and in `why` the reason it is open or closed. Task ids (T00012) are in dispatch plans and the report's gaps.
         """
-        return _call(lambda: services.get(root).explain_task(task_id))
+        return tool_call(lambda: services.get(root).explain_task(task_id))
 
     @server.tool(
         title="Requeue for review",
@@ -100,7 +91,7 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
         the finding's lines under its lenses). Findings already reported are kept. Tasks out in the open run
         are left alone (listed in `not_requeued`). Then call next_step.
         """
-        return _call(
+        return tool_call(
             lambda: services.get(root).requeue(
                 reason, files=files or [], lenses=lenses or [], tasks=tasks or [], findings=findings or []
             )
