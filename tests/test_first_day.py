@@ -229,3 +229,25 @@ async def test_every_mcp_error_says_what_was_wrong_and_what_to_do(repo: Path) ->
         with pytest.raises(MCPError) as plan:
             await client.read_resource("audit://runs/A9-R9-000000/dispatch-plan")
         assert "A9-R9-000000" in str(plan.value) and "Internal" not in str(plan.value)
+
+
+MODEL_VISIBLE_LIMIT = 15_000
+
+
+@pytest.mark.anyio
+async def test_what_a_host_reads_of_the_tools_is_lean_dedented_and_its_examples_are_real(repo: Path) -> None:
+    async with Client(build_server(repo)) as client:
+        tools = (await client.list_tools()).tools
+        step = await client.call_tool("next_step", {"host_can_dispatch_subagents": True})
+    visible = sum(len(t.name) + len(t.description or "") + len(json.dumps(t.input_schema)) for t in tools)
+    assert visible <= MODEL_VISIBLE_LIMIT, f"the model-visible tool list is {visible} characters"
+    for tool in tools:
+        assert not any(line.startswith(" ") for line in (tool.description or "").splitlines()), tool.name
+        assert "$ref" not in json.dumps(tool.input_schema) or "$defs" in tool.input_schema, tool.name
+    run_id = step.structured_content["run_id"]  # type: ignore[index]
+    described = {t.name: t.input_schema for t in tools}["submit_packet"]["properties"]
+    example_run = re.search(r"e\.g\. (\S+)\)", described["run_id"]["description"]).group(1)  # type: ignore[union-attr]
+    example_packet = re.search(r"e\.g\. (\S+)\)", described["packet_id"]["description"]).group(1)  # type: ignore[union-attr]
+    shape = re.compile(r"A\d+-R\d+-[0-9a-f]{6}")
+    assert shape.fullmatch(run_id) and shape.fullmatch(example_run)
+    assert re.fullmatch(r"A\d+-R\d+-[0-9a-f]{6}-P\d+", example_packet)

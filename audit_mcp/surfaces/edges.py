@@ -8,6 +8,7 @@ choices), and a prompt's refusal is an ``invalid params`` error with the engine'
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -15,6 +16,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
+from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
 from audit_mcp.core.errors import AuditError, NotFoundError
@@ -94,6 +96,25 @@ def _problem(error: Mapping[str, Any]) -> str:
     return f"`{name}` is {shown}: {str(error.get('msg', 'not a valid value')).removeprefix('Value error, ')}"
 
 
+def _untitled(node: Any, *, names: bool = False) -> Any:
+    """A tool's input schema as a model needs to read it: without the ``title`` pydantic gives every property
+    (its name again), and an optional argument as its own type (not ``anyOf`` it or null, default null: an
+    argument not required may be left out)."""
+    if isinstance(node, dict):
+        options = node.get("anyOf")
+        if not names and isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+            rest = {k: v for k, v in node.items() if k != "anyOf" and not (k == "default" and v is None)}
+            return _untitled({**next(o for o in options if o != {"type": "null"}), **rest})
+        return {
+            k: _untitled(v, names=k in ("properties", "$defs") and not names)
+            for k, v in node.items()
+            if names or k != "title"
+        }
+    if isinstance(node, list):
+        return [_untitled(v) for v in node]
+    return node
+
+
 def _validation_cause(exc: BaseException) -> ValidationError | None:
     seen: BaseException | None = exc
     while seen is not None:
@@ -104,7 +125,20 @@ def _validation_cause(exc: BaseException) -> ValidationError | None:
 
 
 class AuditServer(MCPServer):
-    """The SDK's server, with argument problems of tools and prompts worded for the caller."""
+    """The SDK's server, with argument problems of tools and prompts worded for the caller, and tool
+    descriptions as a model reads them: dedented (a docstring's indentation is characters every host
+    conversation pays for)."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [
+            tool.model_copy(
+                update={
+                    "description": inspect.cleandoc(tool.description) if tool.description else tool.description,
+                    "input_schema": _untitled(tool.input_schema),
+                }
+            )
+            for tool in await super().list_tools()
+        ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:

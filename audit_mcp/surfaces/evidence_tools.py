@@ -37,9 +37,8 @@ def register_evidence_tools(server: MCPServer, registry: Services, channels: Ses
         kind: p.EvidenceKind = "reproduction",
         root: p.Root = None,
     ) -> EvidenceReceipt:
-        """Attach evidence from running the code to a finding (a reproduction and its output, a failing test, a
-        crash log): stored as untrusted text (capped), shown in the report, it moves the finding's status
-        (reproduced outranks unverified in the work blocks). The prompt reproduce_finding says how to run safely."""
+        """Attach evidence from running the code to a finding (a reproduction, a failing test, a crash log):
+        stored as untrusted text, shown in the report; it moves the finding's status. See reproduce_finding."""
         service = tool_call(lambda: registry.get(root))
         receipt = await anyio.to_thread.run_sync(
             lambda: tool_call(

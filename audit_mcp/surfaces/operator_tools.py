@@ -54,11 +54,7 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
     def validate_results(
         run_id: p.RunId, packet_id: p.PacketId, results: p.Results, usage: p.UsageIn = None
     ) -> Receipt:
-        """Dry-run a packet's results: the exact receipt submit_packet would give now, with nothing recorded.
-
-        Same arguments as submit_packet. The receipt has `dry_run: true`; when it says `accepted`, call
-        submit_packet with the same results to record them. Use it to check an answer before handing it in.
-        """
+        """Dry-run submit_packet: the receipt it would give now (`dry_run: true`), nothing recorded."""
         return tool_call(lambda: services.for_run(run_id).validate_results(run_id, packet_id, results, usage))
 
     @server.tool(
@@ -66,9 +62,8 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
     def explain_task(task_id: TaskId, root: p.Root = None) -> TaskExplanation:
-        """Everything known about one task (a file or chunk under one lens): its lines and lens, state and
-        attempts, every packet that held it with the answer each gave, failures, findings, requeue requests,
-        and in `why` the reason it is open or closed. Task ids (T00012) are in dispatch plans and the report's gaps.
+        """Everything known about one task (a file or chunk under one lens): state, attempts, the packets
+        that held it and their answers, failures, findings, requeues, and in `why` why it is open or closed.
         """
         return tool_call(lambda: services.get(root).explain_task(task_id))
 
@@ -84,12 +79,9 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
         findings: Findings = None,
         root: p.Root = None,
     ) -> RequeueResult:
-        """Send work back to review in the next run, with a reason that the next packet prompt shows.
-
-        Choose `files` (paths or globs like "app/**"), `lenses` (alone: every file under them; with files:
-        those files under them), `tasks` (T00012) or `findings` (report id F003 or fingerprint: the cells of
-        the finding's lines under its lenses). Findings already reported are kept. Tasks out in the open run
-        are left alone (listed in `not_requeued`). Then call next_step.
+        """Send work back to review in the next run, with a reason its packet prompt shows: `files` (paths
+        or globs), `lenses`, `tasks` or `findings`. Findings reported are kept; tasks out in the open run are
+        left alone (`not_requeued`). Then call next_step.
         """
         return tool_call(
             lambda: services.get(root).requeue(

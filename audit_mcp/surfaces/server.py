@@ -32,6 +32,7 @@ from audit_mcp.core.models import (
 )
 from audit_mcp.core.progress import Progress
 from audit_mcp.core.version import __version__
+from audit_mcp.engine.inputs import Submission
 from audit_mcp.engine.plan_pages import PAGE_CHARS
 from audit_mcp.surfaces import params as p
 from audit_mcp.surfaces.channels import STATE_URIS, STEP_URIS, SessionChannels, digest
@@ -127,19 +128,13 @@ def build_server(
         since: p.Since = None,
         analyzer_results: p.AnalyzerResults = None,
     ) -> Step:
-        """Advance the audit of a repository and return the one step the host must do next.
+        """Advance the audit and return the one step the host must do next.
 
-        The server runs every deterministic obligation it can (intake, planning, merging, the report)
-        and returns a step: capability_check, dispatch_review, single_task_fallback, present_report or
-        blocked. Read the step's prompt (resource audit://step/current/prompt) and do exactly that.
-        Host capability arguments are answers to a capability_check and are remembered for the audit;
-        `host_dispatch_mode` says whether the host refills a subagent slot as soon as one finishes
-        (`rolling`) or waits for every subagent of a wave (`whole_wave`): the run is planned and the
-        prompt written for that mode.
-        `new_audit` starts a fresh audit after a finished one; `retry_blocked` clears a blocker once
-        its cause is fixed. `since` (a git ref) limits an audit that starts now to the files changed since it.
-        `analyzer_results` names analyzer output (SARIF, bandit or semgrep JSON) inside the repository whose
-        alerts the reviewers check.
+        The server runs every deterministic obligation it can, then returns a step (capability_check,
+        dispatch_review, single_task_fallback, present_report, blocked): read its prompt (resource
+        audit://step/current/prompt) and do exactly that. Capability arguments answer a capability_check and
+        are remembered. `new_audit` starts a fresh audit after a finished one; `retry_blocked` clears a fixed
+        blocker; `since` and `analyzer_results` apply to an audit that starts in this call.
         """
         service = tool_call(lambda: registry.get(root))
         registry.current = service
@@ -182,16 +177,11 @@ def build_server(
         results: p.Results,
         usage: p.UsageIn = None,
     ) -> Receipt:
-        """Hand in one packet's review results: one object per task of the packet.
+        """Hand in one packet's review results, one per task, as its packet prompt describes them.
 
-        Each result: {task_id, status: reviewed|not_applicable|could_not_review, summary, reason?,
-        findings: [{title, severity: critical|high|medium|low|info, confidence: high|medium|low, category,
-        file, start_line, end_line, evidence (verbatim lines from the file), description, recommendation,
-        symbol?, related_locations?}]}. The receipt says accepted or lists every error with its location
-        and how to fix it; nothing is recorded until a submission is accepted. Submitting the same
-        results twice changes nothing; a corrected resubmission replaces an earlier one. Optional `usage`:
-        {input_tokens, output_tokens, api_calls, seconds, rate_limited_calls} as far as known; the scheduler
-        sizes later waves from it.
+        The receipt says accepted, or lists every error with its location and fix; nothing is recorded until
+        a submission is accepted. The same results twice change nothing; a corrected resubmission replaces a
+        refused one. `usage`: what the review cost, as far as known (it sizes later waves).
         """
         holder = await anyio.to_thread.run_sync(lambda: tool_call(lambda: registry.holder(run_id)))
         if holder is None:
@@ -234,12 +224,9 @@ def build_server(
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
     def plan_status(run_id: p.RunId, failures: p.FailuresSoFar = None, launched: p.Launched = None) -> PlanStatus:
-        """What to do now with the packets of a run not launched yet: the width (rolling: how many to keep
-        running; whole_wave: the next wave's size), the cooldown, and each waiting packet's earliest start.
-        Call it between waves (a rolling host: each time a subagent finishes). `failures` are the packets
-        that failed so far, [{"packet_id": ..., "error": "<the error text you saw>"}]: they teach the
-        scheduler now and are remembered for merge_and_ingest. `launched` lists the packet ids already
-        started. Usage sent with each submit_packet is learned as it arrives, too.
+        """What to do now with a run's packets not launched yet: the width, the cooldown, each packet's
+        earliest start. Call it between waves (rolling: whenever a subagent finishes), with the `failures` so
+        far (remembered for merge_and_ingest) and the packet ids `launched`.
         """
         reported: Any = failures or []  # raw JSON: the use case checks it against the same models
         return tool_call(lambda: registry.for_run(run_id).plan_status(run_id, reported, launched or []))
@@ -333,6 +320,12 @@ def build_server(
     def report_sarif() -> str:
         """The audit report as SARIF 2.1.0, for code-scanning tools."""
         return resource_read(lambda: current().report("sarif"))
+
+    @server.resource("audit://schemas/submission", mime_type="application/schema+json", title="Submission schema")
+    def submission_schema() -> str:
+        """The JSON schema of a submit_packet call with every field described, its bounds and choices (the
+        tool's own input schema is its skeleton)."""
+        return json.dumps(Submission.model_json_schema(), indent=2)
 
     @server.resource("audit://coverage", mime_type="application/json", title="Coverage summary")
     def coverage() -> str:
