@@ -251,3 +251,20 @@ async def test_what_a_host_reads_of_the_tools_is_lean_dedented_and_its_examples_
     shape = re.compile(r"A\d+-R\d+-[0-9a-f]{6}")
     assert shape.fullmatch(run_id) and shape.fullmatch(example_run)
     assert re.fullmatch(r"A\d+-R\d+-[0-9a-f]{6}-P\d+", example_packet)
+
+
+def test_explain_task_file_lists_a_files_tasks_with_their_state(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(repo)
+    code, step = cli(capsys, "next-step", "--root", root, *NEXT)
+    past_context_json(repo, step)
+    code, listed = cli(capsys, "explain-task", "--root", root, "--file", "app/db.py")
+    assert code == 0 and listed["file"] == "app/db.py" and listed["scope"] == "review"
+    assert listed["tasks"] and {t["state"] for t in listed["tasks"]} <= {"assigned", "pending"}
+    assert sum(listed["by_state"].values()) == len(listed["tasks"])
+    code, _ = cli(capsys, "explain-task", "--root", root, "--file", "./app/db.py")
+    assert code == 0
+    code, skipped = cli(capsys, "explain-task", "--root", root, "--file", "README.md")
+    assert code == 0 and skipped["scope"] == "skipped" and skipped["tasks"] == []
+    assert main(["explain-task", "--root", root, "--file", "nowhere.py"]) == exits.EXIT_ERROR
+    assert "not in audit 1's manifest" in capsys.readouterr().err
+    assert main(["explain-task", "--root", root]) == exits.EXIT_USAGE

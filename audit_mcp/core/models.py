@@ -236,6 +236,9 @@ class StatusView(_Model):
     repo_root: str
     artifacts_dir: str
     audit_id: int | None
+    message: str | None = Field(
+        default=None, description="Set when there is nothing to show yet: what to run to start an audit."
+    )
     completeness: str
     coverage: dict[str, int]
     coverage_by_lens: dict[str, dict[str, int]]

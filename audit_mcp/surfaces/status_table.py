@@ -26,10 +26,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
 
 def render_status(view: StatusView) -> str:
     if view.audit_id is None:
-        return (
-            f"audit-mcp status: {view.repo_root}\n\nNo audit has started here yet. Start one with "
-            "`audit-mcp next-step`, `audit-mcp run`, or your host's start_audit prompt.\n"
-        )
+        return f"audit-mcp status: {view.repo_root}\n\n{view.message or 'No audit has started here yet.'}\n"
     lines = [f"audit-mcp status: {view.repo_root}", f"audit {view.audit_id}, completeness: {view.completeness}"]
     if view.blocker:
         lines.append(f"BLOCKED: {view.blocker}")

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from audit_mcp.core.config import SessionConfig
+from audit_mcp.core.executable import command_line
 from audit_mcp.core.models import StatusView
 from audit_mcp.engine.coverage import completeness, totals
 from audit_mcp.findings.assessment import assess, verification_counts
@@ -36,6 +37,11 @@ def status_view(ws: Workspace) -> StatusView:
                 repo_root=str(ws.root),
                 artifacts_dir=str(ws.artifacts_dir),
                 audit_id=None,
+                message=(
+                    f"no audit has started for {ws.root} (its state would be in {ws.artifacts_dir}). Start one "
+                    f"with `{command_line('next-step', '--root', str(ws.root))}`, or over MCP call next_step; "
+                    f"`{command_line('quota', '--root', str(ws.root))}` forecasts it first."
+                ),
                 completeness="unknown",
                 coverage={},
                 coverage_by_lens={},

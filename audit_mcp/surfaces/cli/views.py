@@ -70,6 +70,8 @@ def _status(args: argparse.Namespace) -> int:
 
         emit(render_status(view))
     else:
+        if view.message:
+            print(f"audit-mcp: {view.message}", file=sys.stderr)
         emit(view)
     return EXIT_OK
 
