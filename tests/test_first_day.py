@@ -268,3 +268,19 @@ def test_explain_task_file_lists_a_files_tasks_with_their_state(repo: Path, caps
     assert main(["explain-task", "--root", root, "--file", "nowhere.py"]) == exits.EXIT_ERROR
     assert "not in audit 1's manifest" in capsys.readouterr().err
     assert main(["explain-task", "--root", root]) == exits.EXIT_USAGE
+
+
+@pytest.mark.anyio
+async def test_a_copied_artifacts_folder_never_makes_two_roots_share_a_run_id(repo: Path, tmp_path: Path) -> None:
+    import shutil
+
+    first = AuditService(repo).next_step({"can_dispatch_subagents": True})
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)  # with its .audit-mcp, mid-run
+    async with Client(build_server(repo, allowed_roots=[copy])) as client:
+        mine = await client.call_tool("next_step", {"root": str(repo)})
+        theirs = await client.call_tool("next_step", {"root": str(copy), "host_can_dispatch_subagents": True})
+    a, b = mine.structured_content, theirs.structured_content
+    assert a is not None and b is not None and a["run_id"] == first.run_id
+    assert b["run_id"] != a["run_id"] and b["run_id"].split("-")[2] != a["run_id"].split("-")[2]
+    assert any("copied or moved here" in n for n in b["notices"])
