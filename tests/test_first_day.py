@@ -19,6 +19,7 @@ from audit_mcp.surfaces.server import build_server
 from audit_mcp.usecases.service import AuditService
 from tests.driving import cli, finish, opinions, past_context_json
 from tests.test_headless import TEMPLATE
+from tests.workflows import workflow_steps
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -103,44 +104,6 @@ def test_every_command_a_step_prompt_prints_works_as_pasted(
     assert json.loads(done.stdout)["packets_failed"] == len(step["packet_ids"])
 
 
-def _workflow_steps() -> list[tuple[str, dict[str, str], str]]:
-    """The workflow's shell steps in order: (name, env, script), from the shipped file."""
-    lines = (PROJECT / "docs" / "github-actions-audit.yml").read_text().splitlines()
-    steps: list[tuple[str, dict[str, str], str]] = []
-    current: dict[str, object] = {}
-    i = 0
-    while i < len(lines):
-        text = lines[i].strip()
-        if text.startswith("- "):
-            if current.get("run"):
-                steps.append((str(current.get("name", "")), dict(current["env"]), str(current["run"])))  # type: ignore[call-overload]
-            current = {"env": {}}
-            text = text[2:]
-        key, _, value = text.partition(":")
-        if key == "name":
-            current["name"] = value.strip()
-        elif key == "env":
-            indent = len(lines[i]) - len(lines[i].lstrip())
-            while i + 1 < len(lines) and len(lines[i + 1]) - len(lines[i + 1].lstrip()) > indent:
-                i += 1
-                k, _, v = lines[i].strip().partition(":")
-                current["env"][k] = v.strip()  # type: ignore[index]
-        elif key == "run":
-            if value.strip() == "|":
-                indent = len(lines[i]) - len(lines[i].lstrip())
-                body = []
-                while i + 1 < len(lines) and len(lines[i + 1]) - len(lines[i + 1].lstrip()) > indent:
-                    i += 1
-                    body.append(lines[i].strip())
-                current["run"] = "\n".join(body)
-            else:
-                current["run"] = value.strip()
-        i += 1
-    if current.get("run"):
-        steps.append((str(current.get("name", "")), dict(current["env"]), str(current["run"])))  # type: ignore[call-overload]
-    return steps
-
-
 @pytest.mark.parametrize("ending", ["partial", "blocked"])
 def test_the_actions_example_uploads_sarif_after_a_partial_or_blocked_run(
     repo: Path, tmp_path: Path, ending: str
@@ -155,7 +118,7 @@ def test_the_actions_example_uploads_sarif_after_a_partial_or_blocked_run(
         env["SCRIPTED_WORKER_AUTH"] = "1"
     (tmp_path / "workers").mkdir()
     ran = []
-    for name, step_env, script in _workflow_steps():
+    for name, step_env, script in workflow_steps(PROJECT / "docs" / "github-actions-audit.yml"):
         if name.startswith("Install") or script.strip() == "exit 1":
             continue
         script = script.replace("${{ runner.temp }}", str(temp))

@@ -95,6 +95,33 @@ class LeadVerdict(_Input):
     reason: str = _text("reason", "Why, citing the code you read.")
 
 
+class Cited(_Input):
+    """The lines a verdict on an earlier finding rests on, quoted verbatim (checked like a finding's evidence)."""
+
+    file: str = Field(description="Repo-relative path of any file of the repository.")
+    start_line: Line
+    end_line: Line
+    evidence: str = Field(
+        min_length=MIN_EVIDENCE_CHARS,
+        max_length=MAX_EVIDENCE_CHARS,
+        description="The lines, copied verbatim from the file at start_line-end_line.",
+    )
+
+
+class EarlierAnswer(_Input):
+    """A verdict on one finding an earlier audit reported in the task's lines (listed in the packet prompt)."""
+
+    ref: str = Field(description="The earlier finding's reference from the packet prompt, e.g. E1.")
+    verdict: Literal["still_present", "fixed", "wrong"] = Field(
+        description="still_present (report it again as a finding too), fixed (cite the lines that fix it) or "
+        "wrong (cite the control that makes the code safe)."
+    )
+    reason: str | None = Field(
+        default=None, max_length=TEXT_CAPS.get("reason"), description="Why; required for fixed and wrong."
+    )
+    cited: Cited | None = Field(default=None, description="For fixed and wrong: the code that shows it.")
+
+
 class TaskResult(_Input):
     """The answer for one task of the packet."""
 
@@ -120,6 +147,11 @@ class TaskResult(_Input):
     )
     leads: list[LeadVerdict] | None = Field(
         default=None, description="A verdict on every analyzer lead the packet carries for this task's file."
+    )
+    earlier: list[EarlierAnswer] | None = Field(
+        default=None,
+        max_length=MAX_FINDINGS_PER_TASK,
+        description="A verdict on each earlier finding the packet prompt lists for this task; one left out stays open.",
     )
 
 

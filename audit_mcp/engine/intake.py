@@ -25,7 +25,6 @@ from audit_mcp.engine.git_listing import git_paths, git_snapshot, has_attribute_
 from audit_mcp.engine.globs import compile_globs
 from audit_mcp.engine.ignores import walk_paths
 from audit_mcp.engine.imports import ImportResolver, import_candidates, reads_imports
-from audit_mcp.engine.incremental import changed_since
 from audit_mcp.engine.languages import detect_language
 from audit_mcp.engine.scoping import Scoper
 from audit_mcp.store.records import FileRow
@@ -304,7 +303,6 @@ def build_manifest(
     is_git = top is not None
     paths = git_paths(git) if is_git else walk_paths(real_root)
     excluded = [p for p in (artifacts_rel, ".git") if p]
-    changed = changed_since(git if is_git else None, real_root, config.since) if config.since else None
     filtered = list(_filter(paths, config, excluded, config_label))
     listed = [path for path, why in filtered if why is None]
     marked = top is not None and has_attribute_files(git, top, real_root, listed)
@@ -323,11 +321,6 @@ def build_manifest(
                 seen_names.add(shown)
                 language = detect_language(shown)
                 decided.append(_row(shown, language, 0, 0, "", "skipped", _NOT_UTF8, scoper.kind(shown, language)))
-            continue
-        if changed is not None and rel not in changed:
-            language = detect_language(rel)
-            reason = f"unchanged since {config.since}"
-            decided.append(_row(rel, language, 0, 0, "", "skipped", reason, scoper.kind(rel, language)))
             continue
         decided.append(None)
         names.append(rel)

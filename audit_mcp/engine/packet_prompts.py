@@ -15,11 +15,12 @@ from pathlib import Path
 
 from audit_mcp.core.escape import md_code, md_inline
 from audit_mcp.core.userstate import state_arguments
+from audit_mcp.engine.earlier_prompts import earlier_section
 from audit_mcp.engine.graph import ImportGraph
 from audit_mcp.engine.lenses import Lens
 from audit_mcp.engine.packets import PacketPlan
 from audit_mcp.engine.templates import render
-from audit_mcp.store.records import Cell, FileRow, Lead
+from audit_mcp.store.records import Cell, EarlierFinding, FileRow, Lead
 
 
 def _lens_section(lens: Lens, audit_lenses: set[str]) -> str:
@@ -158,6 +159,8 @@ def render_packet_prompt(
     command: Sequence[str] = ("audit-mcp",),
     leads: Sequence[Lead] = (),
     requested: Mapping[str, Sequence[str]] | None = None,
+    earlier: Sequence[EarlierFinding] = (),
+    scope: str = "",
 ) -> str:
     """A packet's whole prompt. ``command`` runs audit-mcp (by absolute path: the reviewer's shell may not
     have it on its PATH); the shell fallback writes to ``results_path``, whose folder dispatch creates."""
@@ -178,6 +181,8 @@ def render_packet_prompt(
         chunk_notes=chunk_notes,
         import_context=_import_context(plan, edges),
         analyzer_leads=leads_section(leads),
+        earlier_findings=earlier_section(earlier),
+        audit_scope=scope,
         previous_attempt=previous_attempts(cells, requested),
         results_skeleton=_skeleton(cells),
         results_path=str(results_path),

@@ -54,8 +54,9 @@ def _coverage_line(ctx: StepContext) -> str:
     c = ctx.coverage
     if not c:
         return "No coverage matrix yet."
+    carried = f"{c['carried']} carried from earlier audits (content unchanged), " if c.get("carried") else ""
     return (
-        f"{c.get('total', 0)} cells: {c.get('reviewed', 0)} reviewed, {c.get('not_applicable', 0)} not "
+        f"{c.get('total', 0)} cells: {c.get('reviewed', 0)} reviewed, {carried}{c.get('not_applicable', 0)} not "
         f"applicable, {c.get('pending', 0)} pending, {c.get('assigned', 0)} assigned, {c.get('failed', 0)} "
         f"failed. Completeness: {ctx.completeness}." + obligations_line(ctx.obligations)
     )

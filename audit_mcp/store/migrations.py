@@ -378,6 +378,30 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         )
         """,
     ),
+    (
+        # The repository's history (store.history): the findings an earlier audit reported in the lines a cell
+        # re-reviews (shown to its reviewer, kept open unless answered), and how each earlier finding was
+        # resolved (fixed or wrong, with the reviewer's reason and citation, or its lines gone).
+        "0020_history",
+        """
+        CREATE TABLE earlier_findings (
+            audit_id INTEGER NOT NULL,
+            task_id TEXT NOT NULL,
+            ref TEXT NOT NULL,
+            from_audit INTEGER NOT NULL,
+            fingerprint TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            PRIMARY KEY (audit_id, task_id, ref)
+        );
+        CREATE TABLE resolutions (
+            audit_id INTEGER NOT NULL,
+            fingerprint TEXT NOT NULL,
+            how TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            PRIMARY KEY (audit_id, fingerprint)
+        )
+        """,
+    ),
 )
 
 

@@ -19,6 +19,8 @@ class CellState(StrEnum):
     NOT_APPLICABLE = "not_applicable"
     FAILED = "failed"
     SKIPPED = "skipped"
+    # Reviewed by an earlier audit, and the content it saw is unchanged: its review and findings stand here.
+    CARRIED = "carried"
 
 
 class CellKind(StrEnum):
@@ -32,7 +34,7 @@ class CellKind(StrEnum):
 CONTEXT_TASK_ID = "C0001"  # the task id of an audit's one context cell
 
 OPEN_STATES = (CellState.PENDING, CellState.ASSIGNED)
-DONE_STATES = (CellState.REVIEWED, CellState.NOT_APPLICABLE)
+DONE_STATES = (CellState.REVIEWED, CellState.NOT_APPLICABLE, CellState.CARRIED)
 VERDICTS = ("confirmed", "refuted")  # what a reviewer may say of an analyzer lead
 
 
@@ -246,3 +248,23 @@ class RuntimeEvidence:
     verdict: str  # reproduced | not_reproduced
     payload: dict[str, Any]  # kind, command, output, source, added_by, truncated
     added_at: str
+
+
+class EarlierFinding(NamedTuple):
+    """A finding an earlier audit reported in the lines a cell re-reviews: shown to its reviewer as ``ref``
+    (E1, E2 ...), kept open unless the reviewer shows it fixed or wrong, or its lines are gone."""
+
+    task_id: str
+    ref: str
+    from_audit: int
+    fingerprint: str
+    finding: dict[str, Any]
+
+
+class Resolution(NamedTuple):
+    """How an earlier finding was resolved: ``fixed`` or ``wrong`` (a reviewer shown it said so, citing the
+    code), or ``lines_gone`` (its evidence is no longer in its file); ``detail`` holds the reason and citation."""
+
+    fingerprint: str
+    how: str
+    detail: dict[str, Any]

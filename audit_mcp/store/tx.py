@@ -5,7 +5,8 @@ their files (``audits``), the coverage matrix (``cells``) and its queue read uni
 packets and submissions (``runs``), what a run in flight was scheduled for and the failures reported
 while it runs (``inflight``), findings, failures and leads (``findings``), the threat model, verdicts and
 runtime evidence (``opinions``), the ledger (``ledger``), requeue requests (``requeues``) and packet claims
-(``claims``), forecasts recorded under the queue's generation (``forecasts``). SQL stays portable.
+(``claims``), forecasts recorded under the queue's generation (``forecasts``), and the repository's history
+(``history``). SQL stays portable.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from audit_mcp.store.claims import ClaimQueries
 from audit_mcp.store.findings import FindingQueries
 from audit_mcp.store.forecasts import ForecastQueries
 from audit_mcp.store.generation import GenerationQueries
+from audit_mcp.store.history import HistoryQueries
 from audit_mcp.store.inflight import InflightQueries
 from audit_mcp.store.ledger import LedgerQueries
 from audit_mcp.store.opinions import OpinionQueries
@@ -37,5 +39,6 @@ class Tx(
     ClaimQueries,
     GenerationQueries,
     ForecastQueries,
+    HistoryQueries,
 ):
     """Typed queries inside one transaction."""

@@ -85,6 +85,7 @@ class HeadlessRunner:
         model: str | None = None,
         worker_mode: WorkerMode = "submit",
         since: str | None = None,
+        new_audit: bool = False,
         max_runs: int | None = None,
         retry_blocked: bool = False,
         quota_probe: str | None = None,
@@ -111,6 +112,7 @@ class HeadlessRunner:
         self.model = model
         self.worker_mode = worker_mode
         self.since = since
+        self.new_audit = new_audit
         self.max_runs = max_runs
         self.retry_blocked = retry_blocked
         self.quota_probe = quota_probe
@@ -144,7 +146,10 @@ class HeadlessRunner:
         if probed.note:
             learned = "".join(f"; learned {k}={v}" for k, v in probed.learned.items())
             self.say(f"provider probe: {probed.note}{learned}")
-        step = self.service.next_step(caps, client_name=CLIENT_NAME, since=self.since, retry_blocked=self.retry_blocked)
+        fresh = self.new_audit and not reporting.audit_in_flight(self.service)
+        step = self.service.next_step(
+            caps, client_name=CLIENT_NAME, since=self.since, retry_blocked=self.retry_blocked, new_audit=fresh
+        )
         for notice in step.notices:
             self.say(f"notice: {notice}")
         result = HeadlessResult(EXIT_PARTIAL, "partial", "", step)

@@ -116,6 +116,8 @@ def _why(cell: Cell, max_attempts: int, run_state: str | None, lease: str | None
         case CellState.REVIEWED | CellState.NOT_APPLICABLE:
             what = "reviewed" if cell.state == CellState.REVIEWED else f"not applicable ({cell.reason})"
             return f"closed: {what} by packet {cell.packet_id} of run {cell.run_id}", f"Nothing to do; {requeue}."
+        case CellState.CARRIED:
+            return f"closed: {cell.reason}", f"Nothing to do; {requeue}."
         case CellState.FAILED:
             return (
                 f"closed as a gap: {cell.reason}",

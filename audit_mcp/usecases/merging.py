@@ -18,7 +18,7 @@ from audit_mcp.scheduling.pacing import run_outcome
 from audit_mcp.scheduling.worker_output import WorkerReport, describe
 from audit_mcp.store.records import CellKind, CellState, FileRow, PacketRow
 from audit_mcp.store.tx import Tx
-from audit_mcp.usecases import claiming, verifying
+from audit_mcp.usecases import claiming, history, verifying
 from audit_mcp.usecases.deferred import ingest_deferred
 from audit_mcp.usecases.forecasting import forecast_for_remembered_host
 from audit_mcp.usecases.inflight import checked_failures, in_flight, learn_measured_usage
@@ -118,6 +118,7 @@ def merge_and_ingest(
                 failed[packet_id] = (HELD, HELD_TEXT)
         accepted = tx.run_merge_parts(run_id)
         outcome = ingest_run(tx, audit.audit_id, run, packets, failed, config.max_attempts, now, accepted)
+        settled = history.settle_earlier(tx, audit.audit_id, run_id, history.answered_tasks(accepted), ws.read_lines)
         seen = {pid: r for pid, r in (printed or {}).items() if pid in submitted}
         usage: list[dict[str, Any]] = []
         measured: list[tuple[dict[str, Any], int]] = []  # what successful workers printed, learned below
@@ -164,7 +165,12 @@ def merge_and_ingest(
             action="merge_and_ingest",
             detail=f"run {run_id}: {outcome.merged} merged, {outcome.failed} failed, {outcome.covered} "
             f"task(s) covered, {len(outcome.requeued)} requeued"
-            + (f"; successful workers printed usage or rate limits for {', '.join(sorted(told))}" if told else ""),
+            + (f"; successful workers printed usage or rate limits for {', '.join(sorted(told))}" if told else "")
+            + (
+                "; earlier findings: " + ", ".join(f"{n} {how.replace('_', ' ')}" for how, n in sorted(settled.items()))
+                if settled
+                else ""
+            ),
             outcome="ok",
         )
     if flight is not None:  # usage was learned as each packet was submitted; printed usage is learned now

@@ -26,7 +26,8 @@ from audit_mcp.engine.packet_prompts import packet_prompt_prefix, render_packet_
 from audit_mcp.engine.packets import PacketPlan, Unit, unit_tokens
 from audit_mcp.store.records import Cell, CellKind
 from audit_mcp.store.tx import Tx
-from audit_mcp.usecases.context import overview_for, threat_model_text
+from audit_mcp.usecases.context import earlier_model_section, overview_for, threat_model_text
+from audit_mcp.usecases.history import audit_scope
 from audit_mcp.usecases.verifying import current_synthesis, verify_tasks
 from audit_mcp.usecases.workspace import Workspace
 
@@ -54,6 +55,7 @@ def render_packets(ws: Workspace, tx: Tx, run_id: str, packet_ids: Sequence[str]
     paths = {c.path for group in cells.values() for c in group}
     edges = ImportGraph(tx.edges_touching(run.audit_id, paths))
     out: dict[str, str] = {}
+    scope = audit_scope(tx, run.audit_id)
     for packet_id in packet_ids:
         packet = packets[packet_id]
         assert packet is not None
@@ -72,6 +74,7 @@ def render_packets(ws: Workspace, tx: Tx, run_id: str, packet_ids: Sequence[str]
                 artifacts_dir=ws.artifacts_dir,
                 results_path=results_path,
                 command=command,
+                earlier=earlier_model_section(tx, run.audit_id, mine[0]),
             )
             continue
         if packet.kind == CellKind.VERIFY:
@@ -112,6 +115,8 @@ def render_packets(ws: Workspace, tx: Tx, run_id: str, packet_ids: Sequence[str]
             command=command,
             leads=tx.leads(run.audit_id, packet_id),
             requested=tx.open_requeues(run.audit_id, [c.task_id for c in plan.cells]),
+            earlier=tx.earlier_findings(run.audit_id, [c.task_id for c in plan.cells]),
+            scope=scope,
         )
     return out
 

@@ -22,7 +22,8 @@ from audit_mcp.engine.packets import PacketPlan, pack_units
 from audit_mcp.findings.leads import leads_in
 from audit_mcp.store.records import AuditRow, Cell, CellKind, CellState, FileRow, Lead
 from audit_mcp.store.tx import Tx
-from audit_mcp.usecases.context import overview_for, threat_model_text
+from audit_mcp.usecases import history
+from audit_mcp.usecases.context import earlier_model_section, overview_for, threat_model_text
 from audit_mcp.usecases.verifying import current_synthesis, verify_tasks
 from audit_mcp.usecases.workspace import Workspace
 
@@ -94,6 +95,7 @@ def _review(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, pre
         return graph[0]
 
     unjudged: list[list[Lead]] = []  # the open leads, read once by the first prompt rendered
+    scope = history.audit_scope(tx, audit.audit_id)
 
     def open_leads() -> list[Lead]:
         if not unjudged:
@@ -123,6 +125,8 @@ def _review(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, pre
                 command=command,
                 leads=carried,
                 requested=tx.open_requeues(audit.audit_id, [c.task_id for c in plan.cells]),
+                earlier=tx.earlier_findings(audit.audit_id, [c.task_id for c in plan.cells]),
+                scope=scope,
             )
             return text, carried
 
@@ -150,9 +154,11 @@ def _context(ws: Workspace, tx: Tx, audit: AuditRow, budget: int) -> Packed:
             artifacts_dir=ws.artifacts_dir,
             results_path=results_path,
             command=command,
+            earlier=earlier,
         )
         return text, []
 
+    earlier = earlier_model_section(tx, audit.audit_id, cell)
     sample, _ = render("R", "P", ws.artifacts_dir, ("audit-mcp",))
     return Packed(CellKind.CONTEXT.value, [context_plan(cell, estimate_tokens(sample))], [render], [_no_leads])
 

@@ -13,6 +13,7 @@ from audit_mcp.core.errors import ConfigError, NotFoundError, PathError
 from audit_mcp.core.fs import resolve_inside, write_atomic
 from audit_mcp.engine import drift
 from audit_mcp.engine.coverage import completeness, totals
+from audit_mcp.engine.incremental import carried_from
 from audit_mcp.engine.intake import LEFT_OUT_BY_CONFIG
 from audit_mcp.findings.assessment import assess
 from audit_mcp.findings.comparison import compare
@@ -22,7 +23,7 @@ from audit_mcp.findings.report_opinions import Opinions
 from audit_mcp.findings.sarif import render_sarif
 from audit_mcp.findings.synthesis import Finding
 from audit_mcp.findings.synthesis import synthesize as synthesize_findings
-from audit_mcp.store.records import AuditRow, CellKind, CellState, FileRow
+from audit_mcp.store.records import AuditRow, Cell, CellKind, CellState, FileRow
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.verifying import judged_same
 from audit_mcp.usecases.workspace import Workspace
@@ -60,13 +61,13 @@ def build_report_input(ws: Workspace, *, final: bool = False, audit_id: int | No
         threat = tx.threat_model(audit.audit_id)
         by_kind = tx.cell_counts_by_kind(audit.audit_id)
         baseline_opinions = tx.finding_verdicts(baseline.audit_id) if baseline else []
+        resolutions = tx.resolutions(audit.audit_id)
     config = ws.config()
     merged = synthesize_findings(raw, same=judged_same(opinions))
     comparison = None
     if baseline is not None:
-        reviewed = {(c.path, c.lens) for c in cells if c.state in (CellState.REVIEWED, CellState.NOT_APPLICABLE)}
         before = synthesize_findings(baseline_raw, same=judged_same(baseline_opinions))
-        comparison = compare(merged, before, baseline.audit_id, reviewed)
+        comparison = compare(merged, before, baseline.audit_id, resolutions, {f.path for f in files})
     synthesis = assess(merged, opinions, evidence)
     context = next((c for c in cells if c.kind == CellKind.CONTEXT), None)
     return ReportInput(
@@ -83,6 +84,7 @@ def build_report_input(ws: Workspace, *, final: bool = False, audit_id: int | No
         provisional=not final and audit.synthesized_at is None,
         blocker=audit.blocker,
         abandoned=f"at {audit.abandoned_at}: {audit.abandon_reason}" if audit.abandoned_at else None,
+        carried=_carried(cells),
         scripted_reviewers=scripted,
         lenses=audit.lenses,
         coverage_by_lens=by_lens,
@@ -123,6 +125,15 @@ def _empty_reason(files: Sequence[FileRow]) -> str:
         f"Nothing was reviewed: all {len(files)} file(s) in the include and exclude scope were skipped "
         f"({skipped} skipped, each with its reason under Gaps); an audit that reviewed nothing proves nothing."
     )
+
+
+def _carried(cells: Sequence[Cell]) -> dict[int, int]:
+    """Cells carried unchanged from earlier reviews, by the audit that reviewed them."""
+    out: dict[int, int] = {}
+    for cell in cells:
+        if cell.state == CellState.CARRIED and (source := carried_from(cell.reason)) is not None:
+            out[source] = out.get(source, 0) + 1
+    return out
 
 
 def _scope_reason(files: Sequence[FileRow]) -> str | None:
@@ -221,6 +232,13 @@ def _audit_numbered(ws: Workspace, tx: Tx, audit_id: int) -> AuditRow:
             f"there is no audit {audit_id} in {ws.artifacts_dir} (its audits: {known}); `audit-mcp status` lists them"
         )
     return audit
+
+
+def audit_in_flight(ws: Workspace) -> bool:
+    """Whether the current audit has started and neither finished (its report written) nor been abandoned."""
+    with ws.store_if_any() as tx:
+        audit = tx.current_audit() if tx is not None else None
+    return audit is not None and audit.synthesized_at is None and audit.abandoned_at is None
 
 
 def write_current_report(ws: Workspace) -> bool:

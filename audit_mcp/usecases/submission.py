@@ -221,7 +221,12 @@ def _validator(
 ) -> PacketValidator | ContextValidator | VerifyValidator:
     """The checks for the packet's kind: a review, the threat model, or verdicts."""
     if packet.kind not in (CellKind.CONTEXT, CellKind.VERIFY):
-        return PacketValidator(packet.packet_id, cells, ws.read_lines, in_manifest, leads)
+        with ws.store.read() as tx:
+            rows = tx.earlier_findings(audit_id, [c.task_id for c in cells])
+        earlier: dict[str, set[str]] = {}
+        for e in rows:
+            earlier.setdefault(e.task_id, set()).add(e.ref)
+        return PacketValidator(packet.packet_id, cells, ws.read_lines, in_manifest, leads, earlier)
     # Loaded for a second opinion only: a review packet's submission does without their answer models.
     from audit_mcp.engine.opinion_validation import ContextValidator, VerifyValidator
 

@@ -48,6 +48,12 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("--since", metavar="REF", help="for an audit that starts now: only files changed since this git ref")
     p.add_argument(
+        "--new-audit",
+        action="store_true",
+        help="start a new audit when the last one finished (unchanged cells carry their reviews and findings "
+        "forward); an audit still in flight is resumed instead, so the same command goes on after a stop",
+    )
+    p.add_argument(
         "--max-runs",
         type=int,
         metavar="N",
@@ -76,6 +82,7 @@ def _run(args: argparse.Namespace) -> int:
         model=args.host_model,
         worker_mode=args.worker_mode,
         since=args.since,
+        new_audit=args.new_audit,
         max_runs=args.max_runs,
         retry_blocked=args.retry_blocked,
         quota_probe=args.quota_probe,
