@@ -1,15 +1,25 @@
 """Packing review tasks into packets: one subagent's worth of work.
 
-Pure: cells, file facts, import edges and a token budget in; packet plans
-out. A file (or chunk) reviewed under several lenses is read once, related
-files (import edges, then the same directory) travel together, and every
-packet's estimated tokens stay inside the budget.
+Pure: cells, file facts, the code map's weighted edges and a token budget in;
+packet plans out. A file (or chunk) reviewed under several lenses is read
+once, related files travel together, and every packet's estimated tokens stay
+inside the budget.
+
+A packet starts from the first unit not yet packed (in path order), takes the
+other chunks of its file, then grows by the code map: at each step the unit
+most tied to what the packet holds, each edge's weight (the references behind
+it) divided by the geometric mean of the two files' total weights, so that a
+file everything uses (a hub) does not pull unrelated files together. Strong
+ties come first, then the rest of the seed's folder (a Go or Java package, a
+Django app's modules), then weaker ties, then any unit that fits.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 import posixpath
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, overload
@@ -21,6 +31,10 @@ from audit_mcp.store.records import Cell, FileRow
 TOKENS_PER_TASK = 700  # the reviewer's notes and answer for one (unit, lens) task
 MAX_FILES_PER_PACKET = 24
 MAX_TASKS_PER_PACKET = 120
+# A tie at least this strong (``_Builder.affinity``) is followed before the seed's folder is filled.
+STRONG_TIE = 0.2
+# An edge: (from, to) (weight 1) or (from, to, weight).
+WeightedEdge = tuple[str, str] | tuple[str, str, int]
 
 
 @dataclass(frozen=True)
@@ -207,7 +221,7 @@ def _tier(units: Sequence[Unit], tokens: int, budget: int) -> tuple[str, str]:
 def pack(
     cells: Sequence[Cell],
     files: Mapping[str, FileRow],
-    edges: Sequence[tuple[str, str]],
+    edges: Sequence[WeightedEdge],
     *,
     budget: int,
     prefix_tokens: int,
@@ -217,10 +231,28 @@ def pack(
     return pack_units(group_cells(cells), files, edges, budget=budget, prefix_tokens=prefix_tokens, limit=limit)
 
 
+def _ties(edges: Iterable[WeightedEdge]) -> dict[str, dict[str, float]]:
+    """Each file's neighbours, with how strongly they are tied: the weight of the edges between the two (both
+    ways) over the geometric mean of each file's total weight."""
+    weights: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for edge in edges:
+        src, dst = edge[0], edge[1]
+        if src == dst:
+            continue
+        w = edge[2] if len(edge) > 2 else 1
+        weights[src][dst] += w
+        weights[dst][src] += w
+    totals = {path: sum(found.values()) for path, found in weights.items()}
+    return {
+        path: {other: w / math.sqrt(totals[path] * totals[other]) for other, w in found.items()}
+        for path, found in weights.items()
+    }
+
+
 def pack_units(
     queue: Sequence[Queued],
     files: Mapping[str, FileRow],
-    edges: Sequence[tuple[str, str]],
+    edges: Sequence[WeightedEdge],
     *,
     budget: int,
     prefix_tokens: int,
@@ -239,10 +271,7 @@ def pack_units(
     by_path: dict[str, list[int]] = defaultdict(list)
     for i, unit in enumerate(units):
         by_path[unit.path].append(i)
-    neighbours: dict[str, set[str]] = defaultdict(set)
-    for src, dst in edges:
-        neighbours[src].add(dst)
-        neighbours[dst].add(src)
+    ties = _ties(edges)
     folders = [posixpath.dirname(u.path) for u in units]  # read at every step of the scan below
     tokens = [u.tokens for u in units]
     count = len(units)
@@ -254,24 +283,29 @@ def pack_units(
             cursor += 1
         if cursor >= len(units):
             break
-        builder = _Builder(units, assigned, neighbours, room)
+        builder = _Builder(units, assigned, ties, room)
         builder.take(cursor)
-        # Chunks of one file stay together first, then import neighbours, then the same directory.
+        # Chunks of one file stay together first, then the strongest ties, the seed's folder, the weaker ties.
         for i in by_path[units[cursor].path]:
             builder.offer(i)
-        while builder.frontier:
-            for i in by_path.get(builder.frontier.popleft(), []):
-                builder.offer(i)
+        builder.follow(by_path, STRONG_TIE)
         seed_dir = folders[cursor]
-        scan, misses = cursor + 1, 0
-        while scan < count and misses < 64:
-            if not assigned[scan]:
-                # After a few misses, any directory will do: a full packet beats a tidy one. (A unit past the
-                # packet's room is a miss without asking the builder.)
-                same_dir = folders[scan] == seed_dir
-                if not ((same_dir or misses >= 8) and builder.used + tokens[scan] <= room and builder.offer(scan)):
+        for any_dir in (False, True):
+            # Forward in path order from the seed: its folder's units, then (a full packet beats a tidy one)
+            # any unit that fits; 64 misses end a scan. A unit past the packet's room is a miss at once.
+            scan, misses = cursor + 1, 0
+            while scan < count and misses < 64:
+                if not assigned[scan] and (any_dir or folders[scan] == seed_dir):
+                    if builder.used + tokens[scan] <= room and builder.offer(scan):
+                        for i in by_path[units[scan].path]:
+                            builder.offer(i)
+                    else:
+                        misses += 1
+                elif not assigned[scan]:
                     misses += 1
-            scan += 1
+                scan += 1
+            if not any_dir:
+                builder.follow(by_path, 0.0)
         chosen_units = tuple(units[i].unit() for i in sorted(builder.chosen))
         estimate = prefix_tokens + builder.used
         tier, reason = _tier(chosen_units, estimate, budget)
@@ -285,14 +319,15 @@ class _Builder:
     """One packet being filled."""
 
     def __init__(
-        self, units: Sequence[_Slot], assigned: list[bool], neighbours: Mapping[str, set[str]], room: int
+        self, units: Sequence[_Slot], assigned: list[bool], ties: Mapping[str, Mapping[str, float]], room: int
     ) -> None:
-        self.units, self.assigned, self.neighbours, self.room = units, assigned, neighbours, room
+        self.units, self.assigned, self.ties, self.room = units, assigned, ties, room
         self.chosen: list[int] = []
         self.used = 0
         self.tasks = 0
         self.paths: set[str] = set()
-        self.frontier: deque[str] = deque()
+        # How strongly each file outside the packet is tied to the files in it.
+        self.affinity: dict[str, float] = defaultdict(float)
 
     def fits(self, i: int) -> bool:
         unit = self.units[i]
@@ -317,4 +352,24 @@ class _Builder:
         self.tasks += unit.count
         if unit.path not in self.paths:
             self.paths.add(unit.path)
-            self.frontier.extend(sorted(self.neighbours.get(unit.path, set()) - self.paths))
+            self.affinity.pop(unit.path, None)
+            for other, tie in self.ties.get(unit.path, {}).items():
+                if other not in self.paths:
+                    self.affinity[other] += tie
+
+    def follow(self, by_path: Mapping[str, list[int]], floor: float) -> None:
+        """Take the files most tied to the packet, strongest first (ties of equal strength in path order),
+        while ties stronger than ``floor`` fit."""
+        heap = [(-tie, path) for path, tie in self.affinity.items() if tie > floor]
+        heapq.heapify(heap)
+        while heap and len(self.paths) < MAX_FILES_PER_PACKET and self.used < self.room:
+            negative, path = heapq.heappop(heap)
+            if path in self.paths or self.affinity.get(path) != -negative:
+                continue  # taken, or its tie grew since (the stronger entry is in the heap too)
+            before = len(self.paths)
+            for i in by_path.get(path, ()):
+                self.offer(i)
+            if len(self.paths) > before:
+                for other in self.ties.get(path, {}):
+                    if other not in self.paths and (now := self.affinity.get(other, 0.0)) > floor:
+                        heapq.heappush(heap, (-now, other))

@@ -402,6 +402,25 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         )
         """,
     ),
+    (
+        # The code map (engine.codemap): each edge's weight and the links it carries (what the source names in
+        # the target, and where), the lines a chunked file's chunks may start at, and the entry points (route
+        # handlers, main functions) the map found. Edges stored before read as import edges of weight 1.
+        "0021_code_map",
+        """
+        ALTER TABLE edges ADD COLUMN weight INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE edges ADD COLUMN links TEXT;
+        ALTER TABLE files ADD COLUMN cuts TEXT;
+        CREATE TABLE entry_points (
+            audit_id INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            line INTEGER NOT NULL,
+            symbol TEXT NOT NULL,
+            how TEXT NOT NULL,
+            PRIMARY KEY (audit_id, path, line, symbol, how)
+        )
+        """,
+    ),
 )
 
 

@@ -118,6 +118,28 @@ class FileRow:
     # What the file's status said when it was read (engine.file_stat), or None when it cannot vouch for the
     # bytes; not part of the row's identity.
     stat: str | None = field(default=None, compare=False)
+    # The lines a chunk of the file may start at (its definitions, from the code map), comma-separated; only
+    # for a file that is chunked, else None (engine.coverage.file_ranges).
+    cuts: str | None = field(default=None, compare=False)
+
+
+class EntryPoint(NamedTuple):
+    """A way into the code the code map found: a route's handler, or a program's ``main``."""
+
+    path: str
+    line: int
+    symbol: str
+    how: str
+
+
+class MapEdge(NamedTuple):
+    """A code map edge as the store keeps it: its links encoded (``engine.codemap.model``), ``None`` for an
+    edge stored before the map carried them."""
+
+    src: str
+    dst: str
+    weight: int
+    links: str | None
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,9 @@ def overview_for(ws: Workspace, tx: Tx, audit_id: int, budget_tokens: int) -> Ov
             return None
 
     chars = int(min(OVERVIEW_TOKENS, max(4_000, budget_tokens // 2)) * 2.5)
-    return build_overview(files, tx.edges(audit_id), tx.leads(audit_id), read, chars=chars)
+    return build_overview(
+        files, tx.weighted_edges(audit_id), tx.leads(audit_id), read, chars=chars, entries=tx.entry_points(audit_id)
+    )
 
 
 def earlier_model_section(tx: Tx, audit_id: int, cell: Cell) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.engine.batching import head_of_queue
-from audit_mcp.engine.graph import ImportGraph
+from audit_mcp.engine.codemap.packet_map import MapInputs, map_tokens
 from audit_mcp.engine.lenses import resolve_lenses
 from audit_mcp.engine.opinion_packets import context_plan, pack_verifications
 from audit_mcp.engine.opinion_prompts import VerifyTask, render_context_prompt, render_verify_prompt, verify_prefix
@@ -24,6 +24,7 @@ from audit_mcp.store.records import AuditRow, Cell, CellKind, CellState, FileRow
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import history
 from audit_mcp.usecases.context import earlier_model_section, overview_for, threat_model_text
+from audit_mcp.usecases.mapping import map_inputs
 from audit_mcp.usecases.verifying import current_synthesis, verify_tasks
 from audit_mcp.usecases.workspace import Workspace
 
@@ -75,24 +76,25 @@ def pack_next(
 
 def _review(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, prefix: str) -> Packed:
     files = tx.files_in_order(audit.audit_id)  # only the files the head of the queue reaches are read
-    prefix_tokens = estimate_tokens(prefix)
+    # The shared prefix, and the packet's own part of the code map (its size is capped, not known ahead).
+    prefix_tokens = estimate_tokens(prefix) + map_tokens(budget)
     queue = tx.queue_units(audit.audit_id)
     try:
         pending = head_of_queue(queue, files, packets=limit, room=max(1, budget - prefix_tokens))
     finally:
         queue.close()
-    # Packing follows the edges between files of the head; an edge to a file outside it leads nowhere.
-    between = tx.edges_between(audit.audit_id, {u.path for u in pending})
+    # Packing follows the code map between files of the head; an edge to a file outside it leads nowhere.
+    between = tx.weights_between(audit.audit_id, {u.path for u in pending})
     # A run stays small enough for the host to read its step; the rest waits for the next run.
     out = Packed(CellKind.REVIEW.value, files=files)
     out.plans = pack_units(pending, files, between, budget=budget, prefix_tokens=prefix_tokens, limit=limit)
-    graph: list[ImportGraph] = []  # the edges touching the run's files, read once by the first prompt rendered
+    inputs: list[MapInputs] = []  # the map touching the run's files, read once by the first prompt rendered
 
-    def edges() -> ImportGraph:
-        if not graph:
+    def code_map() -> MapInputs:
+        if not inputs:
             paths = {u.path for plan in out.plans for u in plan.units}
-            graph.append(ImportGraph(tx.edges_touching(audit.audit_id, paths)))
-        return graph[0]
+            inputs.append(map_inputs(ws, tx, audit.audit_id, paths, budget))
+        return inputs[0]
 
     unjudged: list[list[Lead]] = []  # the open leads, read once by the first prompt rendered
     scope = history.audit_scope(tx, audit.audit_id)
@@ -118,7 +120,7 @@ def _review(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, pre
                 packet_id=packet_id,
                 plan=plan,
                 files=files,
-                edges=edges(),
+                code_map=code_map(),
                 root=ws.root,
                 artifacts_dir=ws.artifacts_dir,
                 results_path=results_path,

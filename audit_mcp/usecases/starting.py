@@ -26,7 +26,7 @@ from audit_mcp.usecases.workspace import Workspace
 def intake(
     ws: Workspace, config: SessionConfig, lenses: list[str], arguments: Mapping[str, Any], *, replaces: int | None
 ) -> None:
-    """Read the repository into a new audit: its manifest, import edges and analyzer leads.
+    """Read the repository into a new audit: its manifest, code map and analyzer leads.
 
     Single-flight: the audit is created in the write transaction only if the current audit is still
     ``replaces`` (the one the caller saw, ``None`` for none); when another caller started one meanwhile,
@@ -66,7 +66,8 @@ def intake(
         carried = {k: v for k, v in (previous.host_caps if previous else {}).items() if k not in hosts.STARTED_WITH}
         tx.set_host_caps(audit_id, hosts.remember(arguments, carried))
         tx.insert_files(audit_id, manifest.files)
-        tx.insert_edges(audit_id, manifest.edges)
+        code_map = manifest.code_map
+        tx.insert_map(audit_id, (e.stored() for e in code_map.edges), code_map.entries)
         tx.insert_leads(audit_id, imported.leads)
         tx.log(
             now=now,
@@ -74,7 +75,9 @@ def intake(
             actor="engine",
             action="intake",
             detail=f"{len(manifest.in_scope)} file(s) in scope, {len(manifest.files) - len(manifest.in_scope)} "
-            f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}"
+            f"skipped, listed by {manifest.source}; code map of {code_map.files} file(s): {len(code_map.edges)} "
+            f"edge(s) between files, {sum(len(e.links) for e in code_map.edges)} link(s), "
+            f"{len(code_map.entries)} entry point(s)"
             + (f", read by {manifest.processes} processes" if manifest.processes > 1 else "")
             + "".join(f"; {note}" for note in manifest.redone)
             + (f"; {len(imported.leads)} analyzer lead(s) imported" if sources else "")
