@@ -247,7 +247,9 @@ def _hubs(edges: Sequence[tuple[str, str] | tuple[str, str, int]], limit: int) -
         weight[dst] += edge[2] if len(edge) > 2 else 1
     if not reached_by:
         return "The code map found no edges between files."
-    ranked = sorted(reached_by.items(), key=lambda kv: (-len(kv[1]), -weight[kv[0]], kv[0]))[:15]
+    # A hub is used by several files; one file's helper is not.
+    shared = [kv for kv in reached_by.items() if len(kv[1]) > 1] or list(reached_by.items())
+    ranked = sorted(shared, key=lambda kv: (-len(kv[1]), -weight[kv[0]], kv[0]))[:15]
     lines = [
         f"- {md_code(dst)} is used by {len(srcs)} file(s) ({weight[dst]} reference(s)): "
         + ", ".join(md_code(s) for s in sorted(srcs)[:6])

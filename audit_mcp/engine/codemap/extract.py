@@ -136,7 +136,7 @@ def extract(grammar: Grammar, data: bytes, *, cut_span: int | None = None) -> tu
             node = caps["def." + kind][0]
             name = chain_of(_text(caps["name"][0])).rpartition(".")[2]
             parent = chain_of(_text(caps["parent"][0])).rpartition(".")[2] if "parent" in caps else ""
-            start, end = node.start_point[0] + 1, node.end_point[0] + 1
+            start, end = node.start_point[0] + 1, _last_line(node)
             if kind == "decorated":
                 kind = "class" if any(c.type == "class_definition" for c in node.children) else "function"
             key = (name, end)
@@ -160,6 +160,12 @@ def extract(grammar: Grammar, data: bytes, *, cut_span: int | None = None) -> tu
     out_refs: list[Ref] = [(chain, v[0], v[1], v[2]) for chain, v in refs.items()]
     cuts = cut_lines(root, cut_span) if cut_span is not None else None
     return (grammar.name, package, out_defs, marshal.dumps((imports, out_refs, strings))), cuts
+
+
+def _last_line(node: Node) -> int:
+    """A node's last line (one that ends with its newline, as a macro does, ends on the line before)."""
+    row, column = node.end_point
+    return max(node.start_point[0] + 1, row + (1 if column else 0))
 
 
 def _spec_import(grammar: str, caps: dict[str, list[Node]]) -> list[Import]:

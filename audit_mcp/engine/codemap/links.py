@@ -128,13 +128,13 @@ def _dotted(index: Index, text: str) -> Target | None:
     if (module := index.python.get(stem)) is not None:
         return module, None
     head, _, last = stem.rpartition("/")
-    module = index.python.get(head)
-    if module is None and "/" not in head:
-        module = index.tails.one(f"{head}/models.py") or index.tails.one(f"{head}/models/__init__.py")
-    if module is None:
-        return None
-    d = index.lookup(module, last)
-    return None if d is None else (module, d)
+    candidates = [index.python.get(head)]
+    if "/" not in head:
+        candidates += [index.tails.one(f"{head}/models.py"), index.tails.one(f"{head}/models/__init__.py")]
+    for module in candidates:
+        if module is not None and (d := index.lookup(module, last)) is not None:
+            return module, d
+    return None
 
 
 def _route(

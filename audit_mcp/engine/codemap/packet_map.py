@@ -24,6 +24,7 @@ Lines = Callable[[str], Sequence[str] | None]  # a file's lines (None when it ca
 MAP_TOKENS = 3_000  # the most a packet's map takes of its prompt (packing reserves it)
 MAP_CHARS = int(MAP_TOKENS * 2.5)  # the same in characters (``packet_prompts.estimate_tokens``)
 MAX_EXCERPT_LINES = 8
+MAX_REACHING = 4  # routes elsewhere whose files call into the packet's files
 # A definition named like a control: it checks, authorizes, signs or escapes something.
 _CONTROL = re.compile(
     r"auth|permission|perm_|allow|deny|forbid|(?:^|_)can_|^can[A-Z]|(?:^|_)is_?(?:admin|staff|owner|superuser|"
@@ -32,6 +33,8 @@ _CONTROL = re.compile(
     re.I,
 )
 # A line of a definition that guards: a condition, a refusal, or a call that checks, signs or escapes.
+# The first line of a type, not a function: a type is used, not called to guard.
+_TYPE_LINE = re.compile(r"\b(?:class|interface|struct|record|enum|trait|type|union|protocol|object)\s+\w")
 _GUARD_LINE = re.compile(
     r"\b(?:if|unless|elif|else if|guard|assert|raise|throw|panic|abort|deny|reject|return\s+(?:false|none|nil|"
     r"null|err|-1|40[13]))\b|(?:check|verif|valid|saniti|escape|sign|hmac|compare_digest|authori|authenti|"
@@ -105,22 +108,25 @@ def packet_map(units: Sequence[tuple[str, int, int]], inputs: MapInputs) -> str:
     sections = [
         _Section("Check these together", check),
         _Section("What these files call in other files (signature, then the lines that guard)", out_items),
-        _Section("Ways in that reach these files", entry_items),
         _Section("Where other files call these files", in_items),
+        _Section("Ways in that reach these files", entry_items),
         _Section("Between the files of this packet", within),
     ]
     return _render(sections, inputs.budget_chars)
 
 
-def _excerpt(lines: Sequence[str] | None, start: int, end: int) -> str | None:
-    """A definition's signature and its guarding lines, numbered, or ``None`` when it cannot be read."""
+def _excerpt(lines: Sequence[str] | None, start: int, end: int, name: str) -> str | None:
+    """A definition's signature and its guarding lines, numbered (the whole of a short control), or ``None``
+    when it cannot be read."""
     if lines is None or start < 1 or start > len(lines):
         return None
     end = min(max(start, end), len(lines), start + 400)
+    whole = end - start < MAX_EXCERPT_LINES and _CONTROL.search(name) is not None
     shown = [(start, lines[start - 1])]
     for number in range(start + 1, end + 1):
         text = lines[number - 1]
-        if _GUARD_LINE.search(text) and not text.lstrip().startswith(("#", "//", "*", "/*")):
+        comment = text.lstrip().startswith(("#", "//", "*", "/*"))
+        if (whole and text.strip()) or (_GUARD_LINE.search(text) and not comment):
             shown.append((number, text))
             if len(shown) > MAX_EXCERPT_LINES:
                 break
@@ -128,13 +134,19 @@ def _excerpt(lines: Sequence[str] | None, start: int, end: int) -> str | None:
     return "\n".join(f"{n:>{width}}: {text.rstrip()[:160]}" for n, text in shown)
 
 
-def _guarding(name: str, excerpt: str | None) -> bool:
-    """Whether a definition is a control: named like one, or with a guard that names one."""
-    if _CONTROL.search(name):
-        return True
-    return excerpt is not None and any(
-        _GUARD_LINE.search(line) and _CONTROL.search(line) for line in excerpt.splitlines()[1:]
-    )
+def _is_type(lines: Sequence[str] | None, start: int) -> bool:
+    """Whether the definition at ``start`` is a type (its first lines, past annotations, declare one)."""
+    return lines is not None and any(_TYPE_LINE.search(line) for line in lines[max(0, start - 1) : start + 2])
+
+
+def _guarding(name: str, excerpt: str | None, is_type: bool) -> bool:
+    """Whether a definition is a control: a function named like one, or with a guard that names one."""
+    if is_type:
+        return False
+    if excerpt is None:
+        return _CONTROL.search(name) is not None
+    rest = excerpt.splitlines()[1:]
+    return _CONTROL.search(name) is not None or any(_GUARD_LINE.search(ln) and _CONTROL.search(ln) for ln in rest)
 
 
 def _callees(found: Mapping[Span, list[tuple[str, int]]], read: Lines, check: list[str]) -> list[str]:
@@ -142,10 +154,11 @@ def _callees(found: Mapping[Span, list[tuple[str, int]]], read: Lines, check: li
     for (dst, name, start, end), sites in found.items():
         where = ", ".join(f"{md_code(src)}:{line}" for src, line in sorted(set(sites))[:4])
         if start:
-            excerpt = _excerpt(read(dst), start, end)
+            source = read(dst)
+            excerpt = _excerpt(source, start, end, name)
             head = f"- {md_code(name)} in {md_code(f'{dst}:{start}-{end}')}, from {where}"
             body = f"\n\n{_indent(md_fence(excerpt))}\n" if excerpt else ""
-            guard = _guarding(name, excerpt)
+            guard = _guarding(name, excerpt, _is_type(source, start))
             items.append((0 if guard else 1, head + body))
             if guard:
                 users = sorted({src for src, _ in sites})
@@ -169,7 +182,7 @@ def _callers(found: Mapping[Span, list[tuple[str, int]]], read: Lines, check: li
             shown.append(f"{md_code(src)}:{line}{quoted}")
         more = f" and {len(set(sites)) - 4} more" if len(set(sites)) > 4 else ""
         label = f"{md_code(name)} ({md_code(f'{path}:{start}')})" if start else md_code(path)
-        guard = bool(start) and _CONTROL.search(name) is not None
+        guard = bool(start) and _CONTROL.search(name) is not None and not _is_type(read(path), start)
         items.append((0 if guard else 1, f"- {label} is called from {'; '.join(shown)}{more}"))
         if guard:
             check.append(
@@ -189,15 +202,16 @@ def _entries(ranges: Mapping[str, list[tuple[int, int]]], inputs: MapInputs, che
         for edge in graph.outgoing(path):
             near.setdefault(edge.dst, f"is called by {md_code(path)}")
     items: list[str] = []
+    reaching: list[str] = []
     for entry in inputs.entries:
+        shown = f"- {md_inline(entry.how)}: {md_code(entry.symbol)} at {md_code(f'{entry.path}:{entry.line}')}"
         if entry.path in ranges and _inside(entry.line, ranges[entry.path]):
-            where = md_code(f"{entry.path}:{entry.line}")
-            items.append(f"- {md_inline(entry.how)}: {md_code(entry.symbol)} at {where}")
-        elif entry.path in near and len(items) < 12:
-            items.append(
-                f"- {md_inline(entry.how)}: {md_code(entry.symbol)} at {md_code(f'{entry.path}:{entry.line}')}, which "
-                f"{near[entry.path]}"
-            )
+            items.append(shown)
+        elif entry.path in near and near[entry.path].startswith("calls"):
+            reaching.append(f"{shown}, whose file {near[entry.path]}")
+    items += reaching[:MAX_REACHING]
+    if len(reaching) > MAX_REACHING:
+        items.append(f"- and {len(reaching) - MAX_REACHING} more route(s) whose files call into these files")
     model = inputs.threat_model or {}
     for key, label in (("entry_points", "threat model entry point"), ("controls", "threat model control")):
         for item in model.get(key, []) if isinstance(model.get(key), list) else []:

@@ -28,6 +28,7 @@ _PYTHON = """
 (decorator [(identifier) (attribute)] @use)
 (type [(identifier) (attribute)] @use)
 (list [(identifier) (attribute)] @use)
+(assignment right: [(identifier) (attribute)] @use)
 (call function: [(identifier) (attribute)] @ctx arguments: (argument_list (string (string_content) @str)))
 (call function: [(identifier) (attribute)] @ctx
       arguments: (argument_list (keyword_argument value: (string (string_content) @str))))
@@ -102,6 +103,7 @@ _GO = """
                              (pointer_type (generic_type type: (type_identifier) @parent))]))
                     name: (field_identifier) @name) @def.function
 (type_spec name: (type_identifier) @name) @def.class
+(method_elem name: (field_identifier) @name) @def.function
 (import_spec) @import
 (call_expression function: [(identifier) (selector_expression)] @call)
 (composite_literal type: [(type_identifier) (qualified_type)] @use)

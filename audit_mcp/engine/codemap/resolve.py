@@ -130,8 +130,10 @@ class _Resolver:
         found = self._scope(path, fam, package, bound, segs)
         if found is not None:
             return (*found, how)
-        if len(segs) >= 2 and how == "call":
-            return self._by_name(path, fam, segs)
+        if len(segs) >= 2:
+            # A call by its receiver's name or a name defined once; a method passed as a value (a route's
+            # handler, a callback) by its receiver's name only.
+            return self._by_name(path, fam, segs, unique=how == "call")
         if chain.startswith(":") and len(segs) == 1:  # a Ruby symbol naming a method (``before_action :auth``)
             return self._by_name(path, fam, ["", root])
         return None
@@ -197,9 +199,11 @@ class _Resolver:
             return None if found is None else self._member(found[0], segs[at:])
         return None
 
-    def _by_name(self, path: str, fam: str, segs: list[str]) -> tuple[str, Def | None, str] | None:
-        """A method called on a receiver nothing else explains: by the receiver's name, else by a name
-        defined once (and not too common to tell)."""
+    def _by_name(
+        self, path: str, fam: str, segs: list[str], *, unique: bool = True
+    ) -> tuple[str, Def | None, str] | None:
+        """A method called on a receiver nothing else explains: by the receiver's name, else (``unique``) by a
+        name defined once (and not too common to tell)."""
         name, receiver = segs[-1], segs[-2]
         if len(segs) == 2 and receiver in SELF:
             return None
@@ -211,7 +215,7 @@ class _Resolver:
             if len(files) == 1:
                 target = next(iter(files))
                 return target, self.index.lookup(target, name), "name"
-        if name in COMMON or len(name) < 4 or name.startswith("__"):
+        if not unique or name in COMMON or len(name) < 4 or name.startswith("__"):
             return None
         found = self.index.unique(fam, name, _CALLABLE, path)
         return None if found is None else (found[0], found[1], "name")

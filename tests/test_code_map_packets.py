@@ -1,0 +1,106 @@
+"""Packets hold both sides of a boundary: in four repositories (a Django-style app, an Express-style API in
+TypeScript, a Go service, a Spring-style Java service) whose defect's check lives in one file and its bypass
+in another, the packet that reviews the bypass also holds the check, or its map quotes the check's guarding
+lines and says to check the two together. Driven through the command line, as a host would."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, git
+from tests.driving import cli
+
+_CONFIG = (
+    'lenses = ["security"]\ncontext_pass = false\nverification_pass = false\n'
+    # Small packets: a few files each, so that what travels together is the packer's choice.
+    "max_packet_tokens = 9000\n"
+)
+_JAVA = "src/main/java/com/example/notes/"
+CASES = {
+    "django_shop": ("catalogue/views.py", "catalogue/permissions.py", "can_edit_product", "if user.is_staff:"),
+    "express_api": (
+        "src/routes/admin.ts",
+        "src/middleware/auth.ts",
+        "requireAdmin",
+        'if (!req.user || req.user.role !== "admin") {',
+    ),
+    "go_service": ("internal/handlers/notes.go", "internal/auth/owner.go", "CanModify", "return note.OwnerID == user"),
+    "java_service": (
+        _JAVA + "web/NoteController.java",
+        _JAVA + "security/AccessPolicy.java",
+        "canModify",
+        "if (user.id().isEmpty()) {",
+    ),
+}
+
+
+def copy_fixture(name: str, tmp_path: Path) -> Path:
+    repo = tmp_path / name
+    shutil.copytree(FIXTURES / "codemap" / name, repo)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "fixture")
+    return repo
+
+
+def first_plan(repo: Path, capsys: pytest.CaptureFixture[str], config: str = _CONFIG) -> dict[str, Any]:
+    cfg = repo.parent / f"{repo.name}.toml"
+    cfg.write_text(config)
+    code, step = cli(
+        capsys, "next-step", "--root", str(repo), "--config", str(cfg), "--host-can-dispatch-subagents", "true"
+    )
+    assert code == 0 and step["step_kind"] == "dispatch_review", step
+    plan: dict[str, Any] = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
+    return plan
+
+
+def map_section(prompt: str) -> str:
+    return prompt[prompt.index("## How these files connect") : prompt.index("## Analyzer leads")]
+
+
+@pytest.mark.parametrize("fixture", sorted(CASES))
+def test_the_packet_reviewing_a_bypass_holds_its_check_or_quotes_the_checks_guarding_lines(
+    fixture: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bypass, check, name, guard = CASES[fixture]
+    plan = first_plan(copy_fixture(fixture, tmp_path), capsys)
+    assert len(plan["packets"]) > 1, "the repository fits one packet: nothing to choose"
+    packet = next(p for p in plan["packets"] if bypass in {t["file"] for t in p["tasks"]})
+    files = {t["file"] for t in packet["tasks"]}
+    section = map_section(Path(packet["prompt_path"]).read_text())
+    if check in files:
+        assert f"`{check}`" in section or "Between the files of this packet" in section
+    else:
+        assert f"`{name}` in `{check}:" in section, section
+        assert guard in section, section
+        together = section[section.index("**Check these together:**") :]
+        assert f"`{name}` (`{check}:" in together.split("\n\n")[0], section
+
+
+def test_a_feature_s_route_view_and_check_travel_together_in_the_django_app(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = first_plan(copy_fixture("django_shop", tmp_path), capsys)
+    packed = [{t["file"] for t in p["tasks"]} for p in plan["packets"]]
+    views = next(files for files in packed if "catalogue/views.py" in files)
+    assert {"catalogue/permissions.py", "catalogue/urls.py"} <= views
+    # An app's modules stay in its packets rather than mixing with another app's.
+    apps = {f.split("/")[0] for f in views}
+    assert apps == {"catalogue"}
+
+
+def test_the_context_packet_lists_the_routes_and_hubs_the_map_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = copy_fixture("django_shop", tmp_path)
+    plan = first_plan(repo, capsys, config='lenses = ["security"]\n')
+    assert plan["packet_kind"] == "context"
+    prompt = Path(plan["packets"][0]["prompt_path"]).read_text()
+    assert "route \\<int:pk>/delete/ (catalogue/urls.py:12): delete_product (line 31)" in prompt
+    hubs = prompt[prompt.index("### Code map hubs") :]
+    assert hubs.startswith("### Code map hubs") and "- `catalogue/models.py` is used by 6 file(s)" in hubs
