@@ -3,6 +3,7 @@ top-level functions or in one class that holds them all."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def test_no_definition_is_split_across_chunks(path: str, text: str, repo: Path) 
     )
     lines = text.count("\n")
     assert len(ranges) >= 3 and ranges[0][0] == 1 and ranges[-1][1] == lines
-    assert all(a[1] + 1 == b[0] for a, b in zip(ranges, ranges[1:], strict=False)), "chunks tile the file"
+    assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges)), "chunks tile the file"
     functions = [d for d in defs_of(path, text) if d[1] in ("function", "method")]
     for name, _, start, end, _ in functions:
         holding = [r for r in ranges if r[0] <= start <= r[1]]

@@ -11,7 +11,8 @@ most tied to what the packet holds, each edge's weight (the references behind
 it) divided by the geometric mean of the two files' total weights, so that a
 file everything uses (a hub) does not pull unrelated files together. Strong
 ties come first, then the rest of the seed's folder (a Go or Java package, a
-Django app's modules), then weaker ties, then any unit that fits.
+Django app's modules), then weaker ties, then the nearest units of the seed's
+top-level folder; units of other top-level folders join only through a tie.
 """
 
 from __future__ import annotations
@@ -272,7 +273,8 @@ def pack_units(
     for i, unit in enumerate(units):
         by_path[unit.path].append(i)
     ties = _ties(edges)
-    folders = [posixpath.dirname(u.path) for u in units]  # read at every step of the scan below
+    folders = [posixpath.dirname(u.path) for u in units]  # read at every step of the scans below
+    tops = [folder.split("/", 1)[0] if folder else "" for folder in folders]
     tokens = [u.tokens for u in units]
     count = len(units)
     assigned = [False] * len(units)
@@ -289,22 +291,22 @@ def pack_units(
         for i in by_path[units[cursor].path]:
             builder.offer(i)
         builder.follow(by_path, STRONG_TIE)
-        seed_dir = folders[cursor]
-        for any_dir in (False, True):
-            # Forward in path order from the seed: its folder's units, then (a full packet beats a tidy one)
-            # any unit that fits; 64 misses end a scan. A unit past the packet's room is a miss at once.
+        seed_dir, seed_top = folders[cursor], tops[cursor]
+        for nearby in (False, True):
+            # Forward in path order from the seed: its folder's units, then the nearest units of its top-level
+            # folder (an app, a package tree) that fit; never another top-level folder's, which only a tie in
+            # the code map brings in. 64 misses end a scan; a unit past the room is a miss at once.
             scan, misses = cursor + 1, 0
             while scan < count and misses < 64:
-                if not assigned[scan] and (any_dir or folders[scan] == seed_dir):
-                    if builder.used + tokens[scan] <= room and builder.offer(scan):
+                if not assigned[scan]:
+                    wanted = folders[scan] == seed_dir or (nearby and tops[scan] == seed_top)
+                    if wanted and builder.used + tokens[scan] <= room and builder.offer(scan):
                         for i in by_path[units[scan].path]:
                             builder.offer(i)
                     else:
                         misses += 1
-                elif not assigned[scan]:
-                    misses += 1
                 scan += 1
-            if not any_dir:
+            if not nearby:
                 builder.follow(by_path, 0.0)
         chosen_units = tuple(units[i].unit() for i in sorted(builder.chosen))
         estimate = prefix_tokens + builder.used
