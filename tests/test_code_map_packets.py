@@ -104,3 +104,14 @@ def test_the_context_packet_lists_the_routes_and_hubs_the_map_found(
     assert "route \\<int:pk>/delete/ (catalogue/urls.py:12): delete_product (line 31)" in prompt
     hubs = prompt[prompt.index("### Code map hubs") :]
     assert hubs.startswith("### Code map hubs") and "- `catalogue/models.py` is used by 6 file(s)" in hubs
+
+
+def test_with_the_code_map_off_intake_maps_nothing_and_packets_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = first_plan(copy_fixture("go_service", tmp_path), capsys, config=_CONFIG + "code_map = false\n")
+    prompts = [Path(p["prompt_path"]).read_text() for p in plan["packets"]]
+    assert prompts and all(
+        "This audit runs without the code map (`code_map = false` in its config)" in map_section(text)
+        for text in prompts
+    )

@@ -70,11 +70,11 @@ def _undecodable(rel: str) -> str | None:
 _Scanned = tuple[FileRow, Facts | None]
 
 
-def _scanner(root: Path, scoper: Scoper, *, code_map: bool = True) -> Callable[[str], _Scanned]:
+def _scanner(root: Path, scoper: Scoper, *, code_map: bool = True, facts: bool = True) -> Callable[[str], _Scanned]:
     """What reads one file of ``root`` (already resolved) into its manifest row, with its part of the code
-    map when it is in scope (``codemap.extract``; its facts only when ``code_map``, the lines its chunks may
-    start at always). Everything that is the same for every file is looked up once here: this runs once per
-    file of the repository."""
+    map when it is in scope and ``code_map`` (``codemap.extract``: its facts unless ``facts`` is false, and
+    for a file that is chunked, the lines its chunks may start at). Everything that is the same for every
+    file is looked up once here: this runs once per file of the repository."""
     config = scoper.config
     limit = config.max_file_bytes
     base = f"{root}{os.sep}"  # a plain string joined to each name, not a Path
@@ -138,12 +138,12 @@ def _scanner(root: Path, scoper: Scoper, *, code_map: bool = True) -> Callable[[
         row = _row(rel, language, size, lines, sha, "review", None, kind, record(st, scoper, rel, read_at))
         threshold, per_chunk = chunk_limits(row, config)
         chunked = lines > threshold
-        if not code_map and not chunked:
+        if not code_map or not (facts or chunked):
             return row, None
-        facts, cuts = map_file(rel, language, data, per_chunk if chunked else None)
+        found, cuts = map_file(rel, language, data, per_chunk if chunked else None)
         if cuts:
             row.__dict__["cuts"] = encode_cuts(cuts)
-        return row, facts if code_map else None
+        return row, found if facts else None
 
     return scan
 
@@ -246,7 +246,7 @@ _Plain = tuple[str, str, int, int, str, str, str | None, str, str | None, str | 
 def _scan_plain(root: str, config: SessionConfig, marks: dict[str, Attributes], names: Sequence[str]) -> list[_Plain]:
     """What a copy or the helper of ``scan_parts`` reads of ``names``: the scanner is built again from what
     it is built of (a module-level function and plain arguments, so that a helper can be sent it)."""
-    scan = _scanner(Path(root), Scoper(config, marks))
+    scan = _scanner(Path(root), Scoper(config, marks), code_map=config.code_map)
     out: list[_Plain] = []
     for rel in names:
         r, facts = scan(rel)
@@ -273,7 +273,7 @@ def _decoder() -> Callable[[_Plain], _Scanned]:
 def rescan(root: Path, rel: str, scoper: Scoper) -> FileRow:
     """The manifest row ``rel`` would get now (the file may have changed or gone since intake); ``root``
     resolved by the caller, once for all the files it rescans."""
-    return _scanner(root, scoper, code_map=False)(rel)[0]
+    return _scanner(root, scoper, code_map=scoper.config.code_map, facts=False)(rel)[0]
 
 
 # The start of the skip reason of a file the config's include or exclude patterns leave out: such files are
@@ -343,7 +343,7 @@ def build_manifest(
             continue
         decided.append(None)
         names.append(rel)
-    scan = _scanner(real_root, scoper)
+    scan = _scanner(real_root, scoper, code_map=config.code_map)
     parts = scan_parts.parts_for(len(names), config.intake_processes)
     # The copies are forked before any thread starts; git's view of HEAD and dirtiness is then read on a
     # thread while this process reads its slice of the files.

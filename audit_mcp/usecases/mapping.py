@@ -33,4 +33,5 @@ def map_inputs(ws: Workspace, tx: Tx, audit_id: int, paths: Collection[str], bud
         return cache[path]
 
     model = row.model if row is not None else None
-    return MapInputs(graph, lines, tx.entry_points(audit_id), model, int(map_tokens(budget) * 2.5))
+    budget_chars = int(map_tokens(budget) * 2.5)
+    return MapInputs(graph, lines, tx.entry_points(audit_id), model, budget_chars, ws.config().code_map)

@@ -64,4 +64,4 @@ def _edge(found: Edge | MapEdge | tuple[str, str]) -> Edge:
         return found
     if isinstance(found, MapEdge):
         return Edge.from_store(found)
-    return Edge(found[0], found[1], (("import", "", 0, 0, 0, 1),))
+    return Edge.of(found[0], found[1], (("import", "", 0, 0, 0, 1),))

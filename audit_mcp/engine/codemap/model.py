@@ -28,25 +28,33 @@ HOWS = ("import", "call", "use", "name", "link", "route")
 
 @dataclass(frozen=True)
 class Edge:
-    """What one file reaches in another."""
+    """What one file reaches in another: its links, kept encoded as the store keeps them (a large repository
+    has hundreds of thousands; a packet reads a few), and how strongly the two files are tied."""
 
     src: str
     dst: str
-    links: tuple[Link, ...]
+    encoded: str
+    weight: int
 
     @property
-    def weight(self) -> int:
-        """How strongly the two files are tied: one for each distinct thing named, more for what is called
+    def links(self) -> tuple[Link, ...]:
+        return decode_links(self.encoded)
+
+    @classmethod
+    def of(cls, src: str, dst: str, links: tuple[Link, ...]) -> Edge:
+        """The edge of these links; its weight is one for each distinct thing named, more for what is named
         from several places (at most three per thing)."""
-        return sum(min(3, max(1, link[5])) for link in self.links) or 1
+        weight = sum(min(3, max(1, link[5])) for link in links) or 1
+        return cls(src, dst, encode_links(links), weight)
 
     def stored(self) -> MapEdge:
-        return MapEdge(self.src, self.dst, self.weight, encode_links(self.links))
+        return MapEdge(self.src, self.dst, self.weight, self.encoded)
 
     @classmethod
     def from_store(cls, row: MapEdge) -> Edge:
-        links = decode_links(row.links)
-        return cls(row.src, row.dst, links or (("import", "", 0, 0, 0, max(1, row.weight)),))
+        if not row.links:  # stored before the map: an import
+            return cls.of(row.src, row.dst, (("import", "", 0, 0, 0, max(1, row.weight)),))
+        return cls(row.src, row.dst, row.links, row.weight)
 
 
 __all__ = ["HOWS", "CodeMap", "Edge", "Entry", "Link", "clean_name", "decode_links", "encode_links"]
@@ -60,8 +68,10 @@ class CodeMap:
 
 
 def encode_links(links: tuple[Link, ...]) -> str:
-    """The links as the store keeps them: a line each, fields by tabs (names never hold tabs or newlines)."""
-    return "\n".join("\t".join(str(part) for part in link) for link in links)
+    """The links as the store keeps them: a line each, fields by tabs (names are cleaned of both)."""
+    return "\n".join(
+        f"{how}\t{clean_name(name)}\t{line}\t{start}\t{end}\t{count}" for how, name, line, start, end, count in links
+    )
 
 
 def decode_links(text: str | None) -> tuple[Link, ...]:
@@ -83,6 +93,6 @@ def decode_links(text: str | None) -> tuple[Link, ...]:
 
 def clean_name(name: str) -> str:
     """A name as it may be stored and shown: no tabs, newlines or other control characters, at most 160 chars."""
-    if name.isprintable() and len(name) <= 160:
+    if len(name) <= 160 and name.isprintable():
         return name
     return "".join(ch if ch.isprintable() else " " for ch in name)[:160]

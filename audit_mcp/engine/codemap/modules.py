@@ -80,19 +80,19 @@ def js_resolve(importer: str, spec: str, known: Mapping[str, object] | set[str])
 
 
 class SuffixIndex:
-    """Files by the ends of their paths (``b.rb``, ``a/b.rb``, …), for specs that name a file by its tail."""
+    """Files by their names, for specs that name a file by the end of its path (``b.rb``, ``a/b.rb``)."""
 
-    def __init__(self, paths: Iterable[str], depth: int = 4) -> None:
+    def __init__(self, paths: Iterable[str]) -> None:
         self._by: dict[str, list[str]] = defaultdict(list)
         for path in paths:
-            parts = path.split("/")
-            for n in range(1, min(depth, len(parts)) + 1):
-                self._by["/".join(parts[-n:])].append(path)
+            self._by[path.rpartition("/")[2]].append(path)
 
     def one(self, tail: str, near: str = "") -> str | None:
         """The file ending with ``tail``: the only one, else the one sharing the most leading folders with
         ``near`` when no other shares as many; ``None`` otherwise."""
-        found = self._by.get(tail.strip("/"), [])
+        tail = tail.strip("/")
+        ending = "/" + tail
+        found = [p for p in self._by.get(tail.rpartition("/")[2], ()) if p == tail or p.endswith(ending)]
         if len(found) == 1:
             return found[0]
         if not found or not near:
@@ -132,7 +132,7 @@ class GoPackages:
             self.folders[posixpath.dirname(path)].append(path)
         # Longest module path first, so a nested module wins over the one around it.
         self.modules = sorted(modules.items(), key=lambda kv: -len(kv[1]))
-        self._tails = SuffixIndex(self.folders, depth=6)
+        self._tails = SuffixIndex(self.folders)
 
     def folder(self, import_path: str) -> str | None:
         for folder, module in self.modules:

@@ -58,6 +58,7 @@ class MapInputs:
     entries: Sequence[Entry] = ()
     threat_model: Mapping[str, Any] | None = None
     budget_chars: int = MAP_CHARS
+    enabled: bool = True  # ``code_map = false`` in the config: intake mapped nothing
 
 
 @dataclass
@@ -72,6 +73,11 @@ def _inside(line: int, ranges: Sequence[tuple[int, int]]) -> bool:
 
 def packet_map(units: Sequence[tuple[str, int, int]], inputs: MapInputs) -> str:
     """The map section of a packet whose units are ``(path, start line, end line)``."""
+    if not inputs.enabled:
+        return (
+            "This audit runs without the code map (`code_map = false` in its config): find where these files' "
+            "calls lead, and who calls them, yourself."
+        )
     ranges: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for path, start, end in units:
         ranges[path].append((start, end))
@@ -178,7 +184,7 @@ def _callers(found: Mapping[Span, list[tuple[str, int]]], read: Lines, check: li
         shown = []
         for src, line in sorted(set(sites))[:4]:
             text = (read(src) or [])[line - 1 : line]
-            quoted = f" `{md_inline(text[0].strip()[:100])}`" if text and "`" not in text[0] else ""
+            quoted = f" {md_code(text[0].strip()[:100])}" if text and text[0].strip() else ""
             shown.append(f"{md_code(src)}:{line}{quoted}")
         more = f" and {len(set(sites)) - 4} more" if len(set(sites)) > 4 else ""
         label = f"{md_code(name)} ({md_code(f'{path}:{start}')})" if start else md_code(path)

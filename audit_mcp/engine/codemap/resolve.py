@@ -25,14 +25,12 @@ from audit_mcp.engine.codemap.bindings import Binding, Bound, bind
 from audit_mcp.engine.codemap.common_names import COMMON, SELF
 from audit_mcp.engine.codemap.extract import Def, Facts, unpack
 from audit_mcp.engine.codemap.index import Index
-from audit_mcp.engine.codemap.model import CodeMap, Edge, Entry, Link, clean_name
+from audit_mcp.engine.codemap.model import CodeMap, Edge, Entry, Link
 
 _CALLABLE = ("function", "method")
 _ANY = ("function", "method", "class")
 _GLOBAL_FAMILIES = frozenset({"c", "ruby"})
 _PACKAGE_FAMILIES = frozenset({"jvm", "csharp", "php"})
-# File names that stand for their folder: ``permission/index.js`` is the ``permission`` module.
-_FOLDER_STEMS = frozenset({"index", "__init__", "mod", "main", "lib", "init", "module", "service"})
 Target = tuple[str, Def | None]
 
 
@@ -40,32 +38,31 @@ def build(facts: Mapping[str, Facts], known: set[str]) -> CodeMap:
     """The map of a repository: ``facts`` of every mapped file, ``known`` every file in scope."""
     index = Index(facts, known)
     resolver = _Resolver(index)
-    edges: dict[tuple[str, str], dict[tuple[str, str], list[int]]] = defaultdict(dict)
+    edges: list[Edge] = []
     entries: list[Entry] = []
     for path in sorted(facts):
-        grammar = facts[path][0]
-        if grammar == "gomod":
+        if facts[path][0] == "gomod":
             continue
-        for target, link in resolver.file(path):
-            key = (link[0], link[1])
-            seen = edges[(path, target)].get(key)
+        # One file's links at a time, each edge encoded once its file is done.
+        found: dict[str, dict[tuple[str, str], list[int]]] = defaultdict(dict)
+        for target, (how, name, line, start, end, count) in resolver.file(path):
+            by_name = found[target]
+            seen = by_name.get((how, name))
             if seen is None:
-                edges[(path, target)][key] = list(link[2:])
+                by_name[(how, name)] = [line, start, end, count]
             else:
-                seen[3] += link[5]
+                seen[3] += count
+        for target in sorted(found):
+            links = tuple((how, name, *rest) for (how, name), rest in sorted(found[target].items()))
+            edges.append(Edge.of(path, target, links))  # type: ignore[arg-type]
         entries += resolver.entries
-    out = [
-        Edge(src, dst, tuple((how, clean_name(name), *rest) for (how, name), rest in sorted(found.items())))  # type: ignore[misc]
-        for (src, dst), found in sorted(edges.items())
-    ]
-    return CodeMap(out, sorted(set(entries), key=lambda e: (e.path, e.line, e.symbol)), len(index.family))
+    return CodeMap(edges, sorted(set(entries), key=lambda e: (e.path, e.line, e.symbol)), len(index.family))
 
 
 class _Resolver:
     def __init__(self, index: Index) -> None:
         self.index = index
         self.entries: list[Entry] = []
-        self._identities: dict[tuple[str, str], dict[str, set[str]]] = {}
         self._bound: dict[str, Bound] = {}
 
     def bound(self, path: str) -> Bound:
@@ -84,7 +81,6 @@ class _Resolver:
         fam = index.family[path]
         imports, refs, strings = unpack(rest)
         bound = bind(index, path, grammar, imports)
-        self._bound.setdefault(path, bound)
         self.entries = [Entry(path, d[2], d[0], "a main function") for d in defs if _is_main(d, grammar)]
         for target, spec, line in bound.reached:
             yield target, ("import", spec, line, 0, 0, 1)
@@ -207,56 +203,22 @@ class _Resolver:
         name, receiver = segs[-1], segs[-2]
         if len(segs) == 2 and receiver in SELF:
             return None
-        identities = self._identities_of(fam, name)
-        if not identities:
-            return None
+        index = self.index
         if receiver and receiver.isidentifier():
-            files = identities.get(_norm(receiver), set()) - {path}
+            files = [f for f in index.named_like(fam, receiver) if f != path and _callable(index, f, name)]
             if len(files) == 1:
-                target = next(iter(files))
-                return target, self.index.lookup(target, name), "name"
+                return files[0], index.lookup(files[0], name), "name"
         if not unique or name in COMMON or len(name) < 4 or name.startswith("__"):
             return None
-        found = self.index.unique(fam, name, _CALLABLE, path)
+        found = index.unique(fam, name, _CALLABLE, path)
         return None if found is None else (found[0], found[1], "name")
-
-    def _identities_of(self, fam: str, name: str) -> dict[str, set[str]]:
-        """The files defining callable ``name``, by the names each goes by (its file and folder names, the
-        class the definition belongs to, and their usual spellings)."""
-        key = (fam, name)
-        found = self._identities.get(key)
-        if found is None:
-            found = defaultdict(set)
-            for file, d in self.index.by_name[fam].get(name, ()):
-                if d[1] not in _CALLABLE:
-                    continue
-                for identity in _identities(file, d):
-                    found[identity].add(file)
-            self._identities[key] = found
-        return found
 
 
 _KNOWN_FAMILIES = frozenset({"python", "js", "go", "jvm", "csharp", "php", "rust", "c", "ruby"})
 
 
-def _norm(name: str) -> str:
-    return name.replace("_", "").replace("-", "").replace(".", "").replace("@", "").lower()
-
-
-def _identities(file: str, d: Def) -> set[str]:
-    folder, base = posixpath.split(file)
-    stem = base.split(".", 1)[0]
-    names = {_norm(base.rsplit(".", 1)[0]), _norm(stem)}
-    if stem.lower() in _FOLDER_STEMS and folder:
-        names.add(_norm(posixpath.basename(folder)))
-    parent = d[4]
-    if parent:
-        names.add(_norm(parent))
-        if len(parent) > 2 and parent[0] == "I" and parent[1].isupper():
-            names.add(_norm(parent[1:]))  # C#'s ``ITokenService`` is held as ``tokenService``
-        if parent.endswith("Impl"):
-            names.add(_norm(parent[:-4]))  # Java's ``TokenServiceImpl`` is held as ``tokenService``
-    return names
+def _callable(index: Index, path: str, name: str) -> bool:
+    return any(d[1] in _CALLABLE for d in index.named(path, name))
 
 
 def _is_main(d: Def, grammar: str) -> bool:
