@@ -20,7 +20,7 @@ import marshal
 from collections.abc import Iterable
 from typing import Any
 
-from tree_sitter import Node, QueryCursor
+from tree_sitter import Node
 
 from audit_mcp.engine.codemap.common_names import SELF
 from audit_mcp.engine.codemap.grammars import Grammar, grammar_for, load
@@ -93,7 +93,8 @@ def extract(grammar: Grammar, data: bytes, *, cut_span: int | None = None) -> tu
     """The file's map, and (when ``cut_span`` is given) the lines a chunk of it may start at: the start of
     each top-level definition or statement (with the comments just above it), and inside any that spans more
     than ``cut_span`` lines, of its parts."""
-    tree = grammar.parser.parse(data)
+    parser, cursor = grammar.tools()
+    tree = parser.parse(data)
     root = tree.root_node
     defs: dict[tuple[str, int], list[Any]] = {}
     imports: list[Import] = []
@@ -102,7 +103,7 @@ def extract(grammar: Grammar, data: bytes, *, cut_span: int | None = None) -> tu
     package = ""
     read_import = READERS.get(grammar.name)
     roles = grammar.roles
-    for index, caps in QueryCursor(grammar.query).matches(root):
+    for index, caps in cursor.matches(root):
         role = roles[index]
         if role == "call" or role == "use":
             node = caps[role][0]

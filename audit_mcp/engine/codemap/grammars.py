@@ -1,4 +1,4 @@
-"""Which tree-sitter grammar reads a file, and its parser and query, loaded once per process.
+"""Which tree-sitter grammar reads a file, and its query, loaded once per process (its parser once per thread).
 
 The grammars come compiled in ``tree-sitter-language-pack`` (pinned to a version whose wheels carry them: the
 map never downloads anything). A language with a query of its own (``queries``) is mapped in full; any other
@@ -9,11 +9,11 @@ definitions and calls by the names most grammars give them.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from typing import Any, cast
 
-from tree_sitter import Language, Parser, Query, QueryError
-from tree_sitter_language_pack import get_language
+from tree_sitter import Language, Parser, Query, QueryCursor, QueryError
 
 from audit_mcp.engine.codemap import generic, queries
 
@@ -75,15 +75,29 @@ def family(grammar: str) -> str:
     return grammar
 
 
+_THREAD = threading.local()  # each thread's parsers and query cursors, by grammar
+
+
 @dataclass(frozen=True)
 class Grammar:
-    """A loaded grammar: its parser (one per process, reused for every file), its compiled query, and what
-    each of the query's patterns finds (``roles``)."""
+    """A loaded grammar: its language and compiled query (shared: neither changes once made), and what each of
+    the query's patterns finds (``roles``)."""
 
     name: str
-    parser: Parser
+    language: Language
     query: Query
     roles: tuple[str, ...]
+
+    def tools(self) -> tuple[Parser, QueryCursor]:
+        """This thread's parser and query cursor for the grammar, reused for every file it reads (neither may
+        be used by two threads at once: the server runs tools on several)."""
+        kept: dict[str, tuple[Parser, QueryCursor]] | None = getattr(_THREAD, "tools", None)
+        if kept is None:
+            kept = _THREAD.tools = {}
+        found = kept.get(self.name)
+        if found is None:
+            found = kept[self.name] = (Parser(self.language), QueryCursor(self.query))
+        return found
 
 
 # What a pattern finds, by the captures its text names, most specific first.
@@ -111,6 +125,9 @@ def roles(query: Query, source: str) -> tuple[str, ...]:
 @functools.cache
 def load(name: str) -> Grammar | None:
     """The grammar ``name`` with its query, or ``None`` when the pack lacks it or no query can be made."""
+    # Imported when a file is first read: the pack's import costs more than the views that never parse need.
+    from tree_sitter_language_pack import get_language
+
     try:
         language = get_language(cast(Any, name))
     except LookupError:
@@ -119,7 +136,7 @@ def load(name: str) -> Grammar | None:
     if not source:
         return None
     query = Query(language, source)
-    return Grammar(name, Parser(language), query, roles(query, source))
+    return Grammar(name, language, query, roles(query, source))
 
 
 def _generic_source(language: Language) -> str:
