@@ -27,6 +27,12 @@ _COMMON_WORDS = """
     unwrap expect to_string into from as_ref as_str collect map_err ok_or is_some is_none is_ok is_err
     __init__ __call__ __str__ __repr__ __eq__ __hash__ __enter__ __exit__ __iter__ __next__ __len__
     __getitem__ __setitem__ __contains__ constructor toJSON
+    get_or_create update_or_create bulk_create bulk_update aggregate annotate values_list select_related
+    prefetch_related exclude distinct in_bulk iterator latest earliest only defer using raw none cache
+    writerow writerows setdefault popitem startswith endswith splitlines isdigit rstrip lstrip urlencode
+    addEventListener removeEventListener querySelector querySelectorAll getElementById appendChild
+    setAttribute getAttribute preventDefault stopPropagation toLowerCase toUpperCase indexOf slice splice
+    status header headers json redirect cookie cookies end sendStatus attachment download locals type accepts
     """
 COMMON = frozenset(_COMMON_WORDS.split())
 
