@@ -105,7 +105,9 @@ def _rust(node: Node) -> list[Triple]:
     return out
 
 
-def _rust_tree(node: Node, prefix: str, out: list[Triple]) -> None:
+def _rust_tree(node: Node, prefix: str, out: list[Triple], depth: int = 0) -> None:
+    if depth > 16:  # a real import list is a few levels deep; a hostile one may nest without end
+        return
     kind = node.type
     if kind in ("scoped_identifier", "identifier", "crate", "self", "super"):
         path = _join(prefix, _text(node))
@@ -121,10 +123,10 @@ def _rust_tree(node: Node, prefix: str, out: list[Triple]) -> None:
         base = _join(prefix, _text(node.child_by_field_name("path")))
         listed = node.child_by_field_name("list")
         if listed is not None:
-            _rust_tree(listed, base, out)
+            _rust_tree(listed, base, out, depth + 1)
     elif kind == "use_list":
         for child in node.named_children:
-            _rust_tree(child, prefix, out)
+            _rust_tree(child, prefix, out, depth + 1)
 
 
 def _join(prefix: str, path: str) -> str:
