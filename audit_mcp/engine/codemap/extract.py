@@ -17,6 +17,7 @@ large repository's facts take a fraction of the memory):
 from __future__ import annotations
 
 import marshal
+from sys import intern
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,6 +38,7 @@ MAX_CHAIN = 160  # a longer callee text is an expression, not a name
 MAX_STRING = 200
 MAX_STRINGS = 400  # per file: a table of thousands of strings is data, not wiring
 _CONTAINERS = ("class", "impl")
+_KINDS = {"class": "class", "function": "function", "method": "method"}
 _MODULE_SCOPED = frozenset({"python", "javascript", "typescript", "tsx"})
 # Requiring a file by a string (Ruby, Node.js without a binding, a dynamic import).
 _REQUIRE_CALLS = frozenset({"require", "require_relative", "load", "autoload", "import", "require_once"})
@@ -242,7 +244,8 @@ def _nest(found: Iterable[list[Any]]) -> list[Def]:
                 kind = "method"
         open_defs.append([name, kind, start, end, parent])
         if kind != "impl":
-            out.append((name, kind, start, end, parent))
+            # Interned (and kept so through marshal): a large repository repeats its names many times over.
+            out.append((intern(name), _KINDS[kind], start, end, intern(parent)))
     return out
 
 
