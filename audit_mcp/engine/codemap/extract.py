@@ -125,7 +125,8 @@ def extract(grammar: Grammar, data: bytes, *, cut_span: int | None = None) -> tu
             if len(strings) < MAX_STRINGS:
                 node = caps["str"][0]
                 text = _text(node)
-                if 0 < len(text) <= MAX_STRING and "\n" not in text:
+                # A path, module, template or route has no blank in it (a sentence for people has).
+                if 0 < len(text) <= MAX_STRING and " " not in text and "\n" not in text:
                     ctx_nodes = caps.get("ctx")
                     ctx = chain_of(_text(ctx_nodes[0])) if ctx_nodes else ""
                     if (deco := caps.get("ctx.deco")) is not None:
