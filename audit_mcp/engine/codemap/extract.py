@@ -17,8 +17,8 @@ large repository's facts take a fraction of the memory):
 from __future__ import annotations
 
 import marshal
-from sys import intern
 from collections.abc import Iterable
+from sys import intern
 from typing import Any
 
 from tree_sitter import Node

@@ -52,8 +52,6 @@ _GRAMMAR_OF = {
     "fsharp": "fsharp",
     "shell": "bash",
     "elm": "elm",
-    "vue": None,
-    "svelte": None,
 }
 
 

@@ -44,17 +44,14 @@ def build(facts: Mapping[str, Facts], known: set[str]) -> CodeMap:
         if facts[path][0] == "gomod":
             continue
         # One file's links at a time, each edge encoded once its file is done.
-        found: dict[str, dict[tuple[str, str], list[int]]] = defaultdict(dict)
-        for target, (how, name, line, start, end, count) in resolver.file(path):
+        found: dict[str, dict[tuple[str, str], Link]] = defaultdict(dict)
+        for target, link in resolver.file(path):
             by_name = found[target]
-            seen = by_name.get((how, name))
-            if seen is None:
-                by_name[(how, name)] = [line, start, end, count]
-            else:
-                seen[3] += count
+            seen = by_name.get(link[:2])
+            # The same thing named again: counted with its first link.
+            by_name[link[:2]] = link if seen is None else (*seen[:5], seen[5] + link[5])
         for target in sorted(found):
-            links = tuple((how, name, *rest) for (how, name), rest in sorted(found[target].items()))
-            edges.append(Edge.of(path, target, links))  # type: ignore[arg-type]
+            edges.append(Edge.of(path, target, tuple(link for _, link in sorted(found[target].items()))))
         entries += resolver.entries
     return CodeMap(edges, sorted(set(entries), key=lambda e: (e.path, e.line, e.symbol)), len(index.family))
 
