@@ -73,25 +73,23 @@ def test_the_packet_reviewing_a_bypass_holds_its_check_or_quotes_the_checks_guar
     packet = next(p for p in plan["packets"] if bypass in {t["file"] for t in p["tasks"]})
     files = {t["file"] for t in packet["tasks"]}
     section = map_section(Path(packet["prompt_path"]).read_text())
-    if check in files:
-        assert f"`{check}`" in section or "Between the files of this packet" in section
-    else:
+    if check not in files:
         assert f"`{name}` in `{check}:" in section, section
         assert guard in section, section
         together = section[section.index("**Check these together:**") :]
         assert f"`{name}` (`{check}:" in together.split("\n\n")[0], section
 
 
-def test_a_feature_s_route_view_and_check_travel_together_in_the_django_app(
+def test_an_app_s_modules_travel_together_and_apps_it_has_no_tie_to_stay_out(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    plan = first_plan(copy_fixture("django_shop", tmp_path), capsys)
+    plan = first_plan(copy_fixture("django_shop", tmp_path), capsys, config=_CONFIG.replace("9000", "14000"))
     packed = [{t["file"] for t in p["tasks"]} for p in plan["packets"]]
     views = next(files for files in packed if "catalogue/views.py" in files)
-    assert {"catalogue/permissions.py", "catalogue/urls.py"} <= views
-    # An app's modules stay in its packets rather than mixing with another app's.
-    apps = {f.split("/")[0] for f in views}
-    assert apps == {"catalogue"}
+    app = {"catalogue/forms.py", "catalogue/models.py", "catalogue/permissions.py", "catalogue/urls.py"}
+    assert app <= views
+    # Basket uses the catalogue's models (a tie); the address and review apps do not share this packet.
+    assert not {f for f in views if f.startswith(("address/", "reviews/"))}
 
 
 def test_the_context_packet_lists_the_routes_and_hubs_the_map_found(
@@ -110,7 +108,8 @@ def test_with_the_code_map_off_intake_maps_nothing_and_packets_say_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plan = first_plan(copy_fixture("go_service", tmp_path), capsys, config=_CONFIG + "code_map = false\n")
-    prompts = [Path(p["prompt_path"]).read_text() for p in plan["packets"]]
+    # Dispatch writes the prompts of the first waves; those are enough to read.
+    prompts = [Path(p["prompt_path"]).read_text() for p in plan["packets"] if Path(p["prompt_path"]).is_file()]
     assert prompts and all(
         "This audit runs without the code map (`code_map = false` in its config)" in map_section(text)
         for text in prompts

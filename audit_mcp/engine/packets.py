@@ -11,8 +11,10 @@ most tied to what the packet holds, each edge's weight (the references behind
 it) divided by the geometric mean of the two files' total weights, so that a
 file everything uses (a hub) does not pull unrelated files together. Strong
 ties come first, then the rest of the seed's folder (a Go or Java package, a
-Django app's modules), then weaker ties, then the nearest units of the seed's
-top-level folder; units of other top-level folders join only through a tie.
+Django app's modules), then weaker ties within the seed's top-level folder,
+then its nearest units; units of other top-level folders join only through a
+strong tie. Sharing a folder counts as a tie (``FOLDER_TIE``), so a feature's
+parts follow one of them into its packet.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ MAX_FILES_PER_PACKET = 24
 MAX_TASKS_PER_PACKET = 120
 # A tie at least this strong (``_Builder.affinity``) is followed before the seed's folder is filled.
 STRONG_TIE = 0.2
+# What sharing a folder adds to two files' tie: a feature's parts (a Django app's views, forms and checks; a Go
+# package) follow a file of theirs into its packet, ahead of weak ties elsewhere. A folder of more files than
+# this is a collection more than a feature: its files are tied by the code map alone.
+FOLDER_TIE = 0.25
+FEATURE_FILES = 32
 # An edge: (from, to) (weight 1) or (from, to, weight).
 WeightedEdge = tuple[str, str] | tuple[str, str, int]
 
@@ -274,6 +281,10 @@ def pack_units(
         by_path[unit.path].append(i)
     ties = _ties(edges)
     folders = [posixpath.dirname(u.path) for u in units]  # read at every step of the scans below
+    siblings: dict[str, list[str]] = defaultdict(list)  # each folder's files, in path order
+    for unit, folder in zip(units, folders, strict=True):
+        if not siblings[folder] or siblings[folder][-1] != unit.path:
+            siblings[folder].append(unit.path)
     tops = [folder.split("/", 1)[0] if folder else "" for folder in folders]
     tokens = [u.tokens for u in units]
     count = len(units)
@@ -285,7 +296,7 @@ def pack_units(
             cursor += 1
         if cursor >= len(units):
             break
-        builder = _Builder(units, assigned, ties, room)
+        builder = _Builder(units, assigned, ties, room, siblings)
         builder.take(cursor)
         # Chunks of one file stay together first, then the strongest ties, the seed's folder, the weaker ties.
         for i in by_path[units[cursor].path]:
@@ -307,7 +318,7 @@ def pack_units(
                         misses += 1
                 scan += 1
             if not nearby:
-                builder.follow(by_path, 0.0)
+                builder.follow(by_path, 0.0, seed_top)
         chosen_units = tuple(units[i].unit() for i in sorted(builder.chosen))
         estimate = prefix_tokens + builder.used
         tier, reason = _tier(chosen_units, estimate, budget)
@@ -321,9 +332,14 @@ class _Builder:
     """One packet being filled."""
 
     def __init__(
-        self, units: Sequence[_Slot], assigned: list[bool], ties: Mapping[str, Mapping[str, float]], room: int
+        self,
+        units: Sequence[_Slot],
+        assigned: list[bool],
+        ties: Mapping[str, Mapping[str, float]],
+        room: int,
+        siblings: Mapping[str, list[str]],
     ) -> None:
-        self.units, self.assigned, self.ties, self.room = units, assigned, ties, room
+        self.units, self.assigned, self.ties, self.room, self.siblings = units, assigned, ties, room, siblings
         self.chosen: list[int] = []
         self.used = 0
         self.tasks = 0
@@ -355,14 +371,24 @@ class _Builder:
         if unit.path not in self.paths:
             self.paths.add(unit.path)
             self.affinity.pop(unit.path, None)
-            for other, tie in self.ties.get(unit.path, {}).items():
+            for other, tie in self._ties_of(unit.path):
                 if other not in self.paths:
                     self.affinity[other] += tie
 
-    def follow(self, by_path: Mapping[str, list[int]], floor: float) -> None:
+    def _ties_of(self, path: str) -> Iterator[tuple[str, float]]:
+        """The files tied to ``path``: by the code map, and by sharing its folder."""
+        yield from self.ties.get(path, {}).items()
+        siblings = self.siblings.get(posixpath.dirname(path), ())
+        if len(siblings) <= FEATURE_FILES:
+            for other in siblings:
+                if other != path:
+                    yield other, FOLDER_TIE
+
+    def follow(self, by_path: Mapping[str, list[int]], floor: float, top: str | None = None) -> None:
         """Take the files most tied to the packet, strongest first (ties of equal strength in path order),
-        while ties stronger than ``floor`` fit."""
-        heap = [(-tie, path) for path, tie in self.affinity.items() if tie > floor]
+        while ties stronger than ``floor`` fit; with ``top``, only files of that top-level folder (a weak tie
+        to another app would take part of it, splitting what belongs together there)."""
+        heap = [(-tie, path) for path, tie in self.affinity.items() if tie > floor and _within(path, top)]
         heapq.heapify(heap)
         while heap and len(self.paths) < MAX_FILES_PER_PACKET and self.used < self.room:
             negative, path = heapq.heappop(heap)
@@ -372,6 +398,15 @@ class _Builder:
             for i in by_path.get(path, ()):
                 self.offer(i)
             if len(self.paths) > before:
-                for other in self.ties.get(path, {}):
-                    if other not in self.paths and (now := self.affinity.get(other, 0.0)) > floor:
+                for other, _ in self._ties_of(path):
+                    now = self.affinity.get(other, 0.0)
+                    if other not in self.paths and now > floor and _within(other, top):
                         heapq.heappush(heap, (-now, other))
+
+
+def _within(path: str, top: str | None) -> bool:
+    """Whether ``path`` is in top-level folder ``top`` (``""`` for the root's files; ``None``: anywhere)."""
+    if top is None:
+        return True
+    cut = path.find("/")
+    return (path[:cut] if cut != -1 else "") == top

@@ -46,7 +46,7 @@ Span = tuple[str, str, int, int]  # file, definition, start, end
 
 def map_tokens(budget: int) -> int:
     """The tokens a packet's map may take of a packet ``budget``: ``MAP_TOKENS``, less in a small packet."""
-    return min(MAP_TOKENS, max(400, budget // 12))
+    return min(MAP_TOKENS, max(400, budget // 16))
 
 
 @dataclass(frozen=True)
