@@ -113,7 +113,7 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"report: {result.report_path}")
     print(f"report (JSON): {result.report_json_path}")
     print(
-        "next: add the server to your coding agent (README: Adding the server to a host), or run a headless "
+        "next: add the server to your coding agent (docs/hosts.md), or run a headless "
         "audit with `audit-mcp run --root REPO --worker '...'`"
     )
     return EXIT_OK
