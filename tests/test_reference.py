@@ -85,3 +85,12 @@ def test_check_names_a_stale_page_and_writing_makes_it_current(tmp_path: Path) -
     assert reference.main(["--out", str(tmp_path), "--check"]) == 0
     (tmp_path / "cli.md").write_text("# stale\n")
     assert reference.main(["--out", str(tmp_path), "--check"]) == 1
+
+
+def test_the_changelog_names_every_tool_resource_and_prompt_the_server_lists() -> None:
+    listing = reference.mcp_surface.mcp_listing()
+    changelog = (PROJECT / "CHANGELOG.md").read_text(encoding="utf-8")
+    names = [t.name for t in listing["tools"]] + [p.name for p in listing["prompts"]]
+    names += [str(r.uri) for r in listing["resources"]]
+    missing = [name for name in names if f"`{name}`" not in changelog]
+    assert not missing, f"CHANGELOG.md does not name {missing}"
