@@ -137,10 +137,11 @@ def test_every_shell_line_runs_a_real_verb() -> None:
     assert checked >= 10
 
 
-def test_the_documented_workflow_is_the_shipped_file_and_installs_nothing_unpublished() -> None:
-    workflow = (PROJECT / "docs" / "github-actions-audit.yml").read_text()
+@pytest.mark.parametrize("name", ["github-actions-audit.yml", "github-actions-pr.yml"])
+def test_each_documented_workflow_is_the_shipped_file_and_installs_nothing_unpublished(name: str) -> None:
+    workflow = (PROJECT / "docs" / name).read_text()
     embedded = [text.rstrip("\n") for lang, text in blocks(PAGES["docs/headless.md"]) if lang == "yaml"]
-    assert workflow.rstrip("\n") in embedded, "docs/headless.md must embed docs/github-actions-audit.yml as it is"
+    assert workflow.rstrip("\n") in embedded, f"docs/headless.md must embed docs/{name} as it is"
     run_line = next(line.strip() for line in workflow.splitlines() if line.strip().startswith("audit-mcp run "))
     check_command(shlex.split(run_line))
     assert "{prompt_path}" in run_line and "--artifacts-dir" in run_line
