@@ -82,6 +82,8 @@ def kind(schema: Schema) -> str:
     if "enum" in schema:
         return "one of " + ", ".join(f"`{v}`" for v in schema["enum"])
     name = schema.get("type", "any")
+    if isinstance(name, list):
+        return " or ".join(kind({**schema, "type": one}) for one in name)
     if name == "array":
         items = schema.get("items", {})
         inner = kind(items)
