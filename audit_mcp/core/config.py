@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from audit_mcp.core.errors import ConfigError, PathError
 from audit_mcp.core.fs import normalize_relpath, read_capped, read_confined, resolve_inside
+from audit_mcp.core.prices import PRICE_KEYS, PricesConfig
 
 CONFIG_FILENAME = ".audit-mcp.toml"
 REPOSITORY_CONFIG = f"the repository's own {CONFIG_FILENAME}"  # how reasons name the untrusted config
@@ -281,6 +282,11 @@ class SessionConfig(_Strict):
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig, description=SchedulerConfig.__doc__)
     analyzers: AnalyzersConfig = Field(default_factory=AnalyzersConfig, description=AnalyzersConfig.__doc__)
     shared: SharedConfig = Field(default_factory=SharedConfig, description=SharedConfig.__doc__)
+    prices: PricesConfig = Field(
+        default_factory=PricesConfig,
+        description="What the reviewers' model costs per million tokens: forecasts and reports show a cost only "
+        "where this prices the model; nothing is built in.",
+    )
     # Only the user's own config may set these two (the store may hold other repositories' audits).
     store: Annotated[str, Field(min_length=1, max_length=2_000)] | None = Field(
         default=None,
@@ -402,12 +408,14 @@ def _problem(err: Mapping[str, Any]) -> str:
     """One validation error, placed as the user wrote it: ``[model."<name>"] key`` for a model's table."""
     loc = [str(p) for p in err["loc"]]
     message = str(err["msg"]).removeprefix("Value error, ")
-    if loc[:2] == ["model", "models"] and len(loc) >= 3:
-        where = f'[model."{loc[2]}"]' + (f" {'.'.join(loc[3:])}" if len(loc) > 3 else "")
+    if loc[0:1] in (["model"], ["prices"]) and loc[1:2] == ["models"] and len(loc) >= 3:
+        where = f'[{loc[0]}."{loc[2]}"]' + (f" {'.'.join(loc[3:])}" if len(loc) > 3 else "")
         if err["type"] == "extra_forbidden":
-            message = _NOT_A_LIMIT
+            message = (
+                _NOT_A_LIMIT if loc[0] == "model" else "not a price; a model's prices are " + ", ".join(PRICE_KEYS)
+            )
         return f"{where}: {message}"
-    if loc == ["model"] and message.startswith("[model]"):
+    if loc in (["model"], ["prices"]) and message.startswith(f"[{loc[0]}]"):
         return message
     return f"{'.'.join(loc) or '(top level)'}: {message}"
 

@@ -87,4 +87,12 @@ LATER: tuple[tuple[str, str], ...] = (
         )
         """,
     ),
+    (
+        # What a ledger entry says in fields as well as in words (store.ledger): a worker's packet, start, end
+        # and exit status, a merge's usage, the forecast made before an audit's first dispatch; JSON, or NULL.
+        "0021_ledger_data",
+        """
+        ALTER TABLE ledger ADD COLUMN data TEXT
+        """,
+    ),
 )

@@ -36,6 +36,7 @@ from audit_mcp.usecases import (
     deferred,
     explaining,
     handoff,
+    ledger_log,
     merging,
     next_step,
     plan_status,
@@ -158,6 +159,10 @@ class AuditService(Workspace):
 
     def quota(self, host_model: str | None = None, provider: str | None = None) -> QuotaStatus:
         return quota.quota_view(self, host_model, provider)
+
+    def record_worker(self, run_id: str, packet_id: str, **entry: Any) -> None:
+        """A headless worker's life, in the ledger (``ledger_log.record_worker`` names the fields)."""
+        ledger_log.record_worker(self, run_id, packet_id, **entry)
 
     def status(self) -> StatusView:
         return status.status_view(self)

@@ -1,0 +1,300 @@
+"""The whole audit's forecast: every packet still to come, by obligation, with its runs, tokens, wall time and
+cost (``forecast_sums``), for ``quota``, ``status``, the Step before the first dispatch, and the report.
+
+What it counts, for the audit's open work:
+
+- the packets of the open run not answered yet, as they were dispatched;
+- the context packet, while it is pending, as dispatch packs it;
+- review: the pending review cells as dispatch packs them, when they fit one run; past that, estimated by
+  filling packets of the same budget in queue order (``batching.fill_estimate``: a close upper bound);
+- verification: the pending verify cells, in verifier packets of ``MAX_VERIFY_TASKS``; and while review goes
+  on, the findings expected at or above the verification threshold, an estimate: those found so far, plus,
+  for each open review cell, ``(found + PRIOR_CELLS × prior) / (reviewed + PRIOR_CELLS)``, where the prior
+  (``VERIFY_PRIOR``, by threshold) gives way to the audit's own rate as its cells are reviewed.
+
+Before any audit (``quota`` where nothing was audited yet) the repository is read as intake reads it and the
+matrix built in memory, nothing written, so the forecast is the one the first step then gives. The review
+sizes are kept in process and recorded in the store under the queue's generation, as the next run's are
+(``forecasting``): views between two changes of the queue pack nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from audit_mcp.core.config import SessionConfig, config_label
+from audit_mcp.core.models import HostCapabilities
+from audit_mcp.engine.batching import fill_estimate, head_of_queue
+from audit_mcp.engine.coverage import build_cells
+from audit_mcp.engine.intake import build_manifest
+from audit_mcp.engine.lenses import resolve_lenses
+from audit_mcp.engine.opinion_packets import MAX_FILE_TOKENS, MAX_VERIFY_TASKS, TOKENS_PER_VERIFICATION
+from audit_mcp.engine.opinion_prompts import threat_model_block, verify_prefix
+from audit_mcp.engine.packet_prompts import estimate_tokens, packet_prompt_prefix
+from audit_mcp.engine.packets import group_cells, pack_units
+from audit_mcp.findings.model import SEVERITY_RANK
+from audit_mcp.scheduling.budget import packet_token_budget
+from audit_mcp.store.records import AuditRow, CellKind, CellState
+from audit_mcp.store.tx import Tx
+from audit_mcp.usecases import memo
+from audit_mcp.usecases.context import context_row, first_state, overview_of, threat_model_text
+from audit_mcp.usecases.forecast_sums import Obligation, Setting, forecast
+from audit_mcp.usecases.forecasting import NextRun, packing_key, plan_next_run
+from audit_mcp.usecases.packing import context_packet_tokens, pack_review, review_prefix
+from audit_mcp.usecases.rates import pacing
+from audit_mcp.usecases.workspace import Workspace
+
+# Findings at or above each threshold per review cell, before the audit's own rate is known: a guess, and said so.
+VERIFY_PRIOR = {"critical": 0.005, "high": 0.02, "medium": 0.06, "low": 0.12, "info": 0.2}
+PRIOR_CELLS = 100  # how many reviewed cells the prior weighs as
+FORECAST_ACTION = "forecast"  # the ledger entry that keeps the forecast shown with an audit's first dispatch
+UNANSWERED = "the context packet has not been answered"  # why review packets carry no threat model yet
+
+
+def audit_forecast(
+    ws: Workspace, config: SessionConfig, caps: HostCapabilities, *, provider: str | None = None
+) -> dict[str, Any]:
+    """What remains of the current audit, or (where none is under way) what an audit started now would do."""
+    with ws.store_if_any() as tx:
+        audit = tx.current_audit() if tx is not None else None
+        if tx is not None and audit is not None and audit.abandoned_at is None:
+            return for_audit(ws, tx, audit, config, caps, provider=provider)
+    return before_any(ws, config, caps, provider=provider)
+
+
+def for_audit(
+    ws: Workspace,
+    tx: Tx,
+    audit: AuditRow,
+    config: SessionConfig,
+    caps: HostCapabilities,
+    *,
+    next_run: NextRun | None = None,
+    provider: str | None = None,
+) -> dict[str, Any]:
+    """The forecast of what remains of ``audit``, read inside the caller's transaction; ``next_run`` is the
+    next run's forecast when the caller has it already (for the same host)."""
+    setting, budget, limit = _setting(ws, config, caps, provider)
+    if next_run is None:
+        next_run = plan_next_run(ws, tx, audit, config, caps, single=limit == 1, provider=provider, reuse=True)
+    by_kind = memo.cell_counts_by_kind(ws.memo, tx, audit.audit_id)
+
+    def count(kind: CellKind, state: CellState) -> int:
+        return by_kind.get(kind, {}).get(state, 0)
+
+    out = _open_packets(tx, audit)
+    sizes = tuple(p.tokens for p in next_run.sizes.packets)
+    whole = next_run.pending_cells == next_run.cells_in_run  # the next run takes every pending cell
+    context = Obligation("context", open_packets=out["context"], how="as dispatch packs it")
+    if count(CellKind.CONTEXT, CellState.PENDING):
+        tokens = sizes if next_run.kind == "context" else (budget,)
+        context = Obligation("context", tokens, 1, out["context"], how="as dispatch packs it")
+    review = Obligation("review", open_packets=out["review"], how="as dispatch packs them")
+    if pending := count(CellKind.REVIEW, CellState.PENDING):
+        if next_run.kind == "review" and whole:
+            review = Obligation("review", sizes, pending, out["review"], how="as dispatch packs them")
+        else:
+            tokens, estimated = _review_sizes(ws, tx, audit, config, budget, limit)
+            review = Obligation("review", tokens, pending, out["review"], estimated, _review_how(estimated, budget))
+    open_review = pending + count(CellKind.REVIEW, CellState.ASSIGNED)
+    verify_pending = count(CellKind.VERIFY, CellState.PENDING)
+    expected = 0
+    how = "as dispatch packs them"
+    if config.verification_pass and open_review and not sum(by_kind.get(CellKind.VERIFY, {}).values()):
+        found = _found(ws, tx, audit, config)
+        reviewed = count(CellKind.REVIEW, CellState.REVIEWED) + count(CellKind.REVIEW, CellState.NOT_APPLICABLE)
+        expected, how = _expected(config, found, reviewed, open_review)
+    if next_run.kind == "verify" and whole and not expected:
+        verification = Obligation("verification", sizes, verify_pending, out["verify"], how=how)
+    else:
+        prefix = estimate_tokens(verify_prefix(threat_model_text(tx, audit.audit_id)))
+        tokens = _verifier_packets(verify_pending + expected, prefix, budget)
+        estimated = bool(expected) or bool(verify_pending)
+        verification = Obligation("verification", tokens, verify_pending + expected, out["verify"], estimated, how)
+    runs = tx.runs(audit.audit_id, plan=False)
+    doc = forecast([context, review, verification], setting)
+    whole = not runs or (len(runs) == 1 and runs[0].state == "open" and not tx.submitted_packet_ids(runs[0].run_id))
+    doc["scope"] = (
+        f"audit {audit.audit_id}, whole (nothing answered yet)" if whole else f"what remains of audit {audit.audit_id}"
+    )
+    return doc
+
+
+def record_first(ws: Workspace, audit_id: int, doc: dict[str, Any]) -> None:
+    """Keep the forecast shown with an audit's first dispatch in its ledger (once), for the report to set what
+    was used beside it."""
+    with ws.store.write() as tx:
+        tx.records_answer_only()  # the log only: forecasts of the next run hold
+        if tx.ledger_data(audit_id, FORECAST_ACTION):
+            return
+        tx.log(
+            now=ws.now(),
+            audit_id=audit_id,
+            actor="engine",
+            action=FORECAST_ACTION,
+            detail=f"{doc['packets']} packet(s) in {doc['runs']} run(s), {doc['time_range']}",
+            outcome="ok",
+            data=doc,
+        )
+
+
+def before_any(
+    ws: Workspace, config: SessionConfig, caps: HostCapabilities, *, provider: str | None = None
+) -> dict[str, Any]:
+    """What an audit started now would do: the repository read as intake reads it, the matrix and the
+    packets built in memory; nothing is written."""
+    setting, budget, limit = _setting(ws, config, caps, provider)
+    manifest = build_manifest(ws.root, ws.artifacts_dir, config, config_label(ws.root, ws.config_path))
+    files = sorted(manifest.files, key=lambda f: f.path)
+    by_path = {f.path: f for f in files}
+    units = group_cells(build_cells(files, config))
+    cells = sum(u.count for u in units)
+    state, reason = first_state(files, config)
+    context = Obligation("context", how="as dispatch packs it")
+    if state is CellState.PENDING:
+        overview = overview_of(ws, files, manifest.edges, [], budget)
+        tokens: tuple[int, ...] = (context_packet_tokens(ws, context_row(state, reason), overview),)
+        context = Obligation("context", tokens, 1, how="as dispatch packs it")
+    prefix = estimate_tokens(
+        packet_prompt_prefix(resolve_lenses(config), threat_model_block(None, reason or UNANSWERED))
+    )
+    room = max(1, budget - prefix)
+    filled = fill_estimate(units, by_path, room=room)
+    estimated = len(filled) > limit
+    if estimated:
+        tokens = tuple(prefix + t for t, _ in filled)
+    else:
+        head = head_of_queue(units, by_path, packets=limit, room=room)
+        paths = {u.path for u in head}
+        edges = [(a, b) for a, b in manifest.edges if a in paths and b in paths]
+        plans = pack_units(head, by_path, edges, budget=budget, prefix_tokens=prefix, limit=limit)
+        tokens = tuple(p.estimated_tokens for p in plans)
+    review = Obligation("review", tokens, cells, estimated=estimated, how=_review_how(estimated, budget))
+    expected, how = _expected(config, 0, 0, cells) if config.verification_pass else (0, "the pass is off")
+    verify_tokens = estimate_tokens(verify_prefix(threat_model_block(None, reason or UNANSWERED)))
+    verification = Obligation(
+        "verification", _verifier_packets(expected, verify_tokens, budget), expected, estimated=bool(expected), how=how
+    )
+    doc = forecast([context, review, verification], setting)
+    doc["scope"] = (
+        f"an audit that would start now ({len(manifest.in_scope)} file(s) in scope, {cells} review cell(s)); "
+        "nothing was written"
+    )
+    return doc
+
+
+def _setting(
+    ws: Workspace, config: SessionConfig, caps: HostCapabilities, provider: str | None
+) -> tuple[Setting, int, int]:
+    limits, learned, _key, settings = pacing(ws, config, caps, provider)
+    budget = packet_token_budget(limits, learned, config.max_packet_tokens, caps.max_active_subagents)
+    limit = 1 if caps.can_dispatch_subagents is False else config.max_packets_per_run
+    source, prices = config.prices.for_model(limits.model)
+    setting = Setting(
+        limits=limits,
+        learned=learned,
+        host_cap=caps.max_active_subagents,
+        host_kind=settings.wave_kind,
+        now=ws.clock(),
+        half_life=settings.half_life,
+        max_packet_tokens=config.max_packet_tokens,
+        max_packets_per_run=limit,
+        prices=prices,
+        price_source=source,
+        currency=config.prices.currency,
+    )
+    return setting, budget, limit
+
+
+def _open_packets(tx: Tx, audit: AuditRow) -> dict[str, tuple[int, ...]]:
+    """The packets of the open run not answered yet, by kind, as dispatched."""
+    out: dict[str, list[int]] = defaultdict(list)
+    run = next((r for r in tx.runs(audit.audit_id, plan=False) if r.state == "open"), None)
+    if run is not None:
+        answered = tx.submitted_packet_ids(run.run_id)
+        for packet in tx.packets(run.run_id):
+            if packet.packet_id not in answered:
+                out[packet.kind].append(packet.estimated_tokens)
+    return {kind.value: tuple(out[kind.value]) for kind in CellKind}
+
+
+def _review_how(estimated: bool, budget: int) -> str:
+    if not estimated:
+        return "as dispatch packs them"
+    return (
+        f"estimated: more than one run's worth, filled into packets of {budget:,} tokens in queue order "
+        "(dispatch packs each run's as it opens it)"
+    )
+
+
+def _review_sizes(
+    ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, budget: int, limit: int
+) -> tuple[tuple[int, ...], bool]:
+    """Every pending review cell's packets, kept in process, else recorded in the store, else counted now."""
+    generation = tx.queue_generation()
+    key = "whole-review:" + packing_key(budget, limit, config)
+
+    def recorded_or_counted() -> tuple[tuple[int, ...], bool]:
+        body = tx.recorded_forecast(audit.audit_id, key, generation[1])
+        if body is not None:
+            doc = json.loads(body)
+            return tuple(int(t) for t in doc["packets"]), bool(doc["estimated"])
+        sizes = _count_review(ws, tx, audit, config, budget, limit)
+        text = json.dumps({"packets": list(sizes[0]), "estimated": sizes[1]}, separators=(",", ":"))
+        ws.store.aside(lambda w: w.record_forecast(audit.audit_id, key, generation[1], text))
+        return sizes
+
+    return ws.memo.get("whole_review_sizes", (generation, audit.audit_id, key), recorded_or_counted)
+
+
+def _count_review(
+    ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, budget: int, limit: int
+) -> tuple[tuple[int, ...], bool]:
+    prefix = estimate_tokens(review_prefix(tx, audit, config))
+    queue = tx.queue_units(audit.audit_id)
+    try:
+        filled = fill_estimate(queue, tx.files_in_order(audit.audit_id), room=max(1, budget - prefix))
+    finally:
+        queue.close()
+    if len(filled) <= limit:
+        return tuple(p.estimated_tokens for p in pack_review(ws, tx, audit, config, budget, limit)), False
+    return tuple(prefix + t for t, _ in filled), True
+
+
+def _found(ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig) -> int:
+    """Findings reported so far at or above the verification threshold, one per place."""
+    threshold = SEVERITY_RANK[config.verify_severity]
+
+    def counted() -> int:
+        places = {
+            (f.get("file"), f.get("start_line"))
+            for f in tx.findings(audit.audit_id)
+            if SEVERITY_RANK.get(str(f.get("severity")), 99) <= threshold
+        }
+        return len(places)
+
+    return ws.memo.get("findings_to_verify", (tx.queue_generation(), audit.audit_id, threshold), counted)
+
+
+def _expected(config: SessionConfig, found: int, reviewed: int, open_cells: int) -> tuple[int, str]:
+    """Findings expected to need a verifier, and how that was reckoned."""
+    prior = VERIFY_PRIOR[config.verify_severity]
+    rate = (found + PRIOR_CELLS * prior) / (reviewed + PRIOR_CELLS)
+    expected = found + round(rate * open_cells)
+    return expected, (
+        f"{found} finding(s) at or above {config.verify_severity} so far in {reviewed} reviewed cell(s), plus "
+        f"{rate:.3f} a cell for {open_cells} open review cell(s) (a prior of {prior} a cell, weighed as "
+        f"{PRIOR_CELLS} cells against what this audit finds), in verifier packets of {MAX_VERIFY_TASKS} "
+        f"verifications of {TOKENS_PER_VERIFICATION:,} tokens and half a file read each"
+    )
+
+
+def _verifier_packets(tasks: int, prefix: int, budget: int) -> tuple[int, ...]:
+    """Verifier packets for ``tasks`` verifications: full packets of ``MAX_VERIFY_TASKS``, then the rest."""
+    per_task = TOKENS_PER_VERIFICATION + MAX_FILE_TOKENS // 2
+    sizes = [MAX_VERIFY_TASKS] * (tasks // MAX_VERIFY_TASKS) + (
+        [tasks % MAX_VERIFY_TASKS] if tasks % MAX_VERIFY_TASKS else []
+    )
+    return tuple(min(budget, prefix + n * per_task) for n in sizes)
