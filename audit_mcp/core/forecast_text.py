@@ -66,7 +66,8 @@ def usage_line(used: Mapping[str, Any]) -> str:
     u = used.get("usage") or {}
     text = (
         f"Used, as {used['packets_reporting']} of {used['packets_merged']} merged packet(s) reported: "
-        f"{u.get('input_tokens', 0):,.0f} input tokens (uncached and cache writes), {u.get('output_tokens', 0):,.0f} "
+        f"{u.get('input_tokens', 0):,.0f} input tokens (as reported: workers count uncached input and cache writes), "
+        f"{u.get('output_tokens', 0):,.0f} "
         f"output tokens, {u.get('api_calls', 0):,.0f} call(s), {u.get('seconds', 0) / 60:,.1f} subagent-minute(s)"
     )
     if used.get("cost") is not None:

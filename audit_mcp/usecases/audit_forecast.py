@@ -41,7 +41,7 @@ from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import memo
 from audit_mcp.usecases.context import context_row, first_state, overview_of, threat_model_text
 from audit_mcp.usecases.forecast_sums import Obligation, Setting, forecast
-from audit_mcp.usecases.forecasting import NextRun, packing_key, plan_next_run
+from audit_mcp.usecases.forecasting import NextRun, packing_key, plan_next_run, remembered_caps
 from audit_mcp.usecases.packing import context_packet_tokens, pack_review, review_prefix
 from audit_mcp.usecases.rates import pacing
 from audit_mcp.usecases.workspace import Workspace
@@ -62,6 +62,14 @@ def audit_forecast(
         if tx is not None and audit is not None and audit.abandoned_at is None:
             return for_audit(ws, tx, audit, config, caps, provider=provider)
     return before_any(ws, config, caps, provider=provider)
+
+
+def for_remembered_host(ws: Workspace) -> dict[str, Any]:
+    """``audit_forecast`` for the host the current audit remembers (``status`` forecasts for it too)."""
+    config = ws.config()
+    with ws.store_if_any() as tx:
+        audit = tx.current_audit() if tx is not None else None
+    return audit_forecast(ws, config, remembered_caps(config, audit.host_caps if audit is not None else {}))
 
 
 def for_audit(
@@ -85,21 +93,26 @@ def for_audit(
         return by_kind.get(kind, {}).get(state, 0)
 
     out = _open_packets(tx, audit)
+
+    def open_cells(kind: CellKind) -> int:
+        return count(kind, CellState.PENDING) + count(kind, CellState.ASSIGNED)
+
     sizes = tuple(p.tokens for p in next_run.sizes.packets)
     whole = next_run.pending_cells == next_run.cells_in_run  # the next run takes every pending cell
-    context = Obligation("context", open_packets=out["context"], how="as dispatch packs it")
+    tokens: tuple[int, ...] = ()
     if count(CellKind.CONTEXT, CellState.PENDING):
         tokens = sizes if next_run.kind == "context" else (budget,)
-        context = Obligation("context", tokens, 1, out["context"], how="as dispatch packs it")
-    review = Obligation("review", open_packets=out["review"], how="as dispatch packs them")
-    if pending := count(CellKind.REVIEW, CellState.PENDING):
+    context = Obligation("context", tokens, open_cells(CellKind.CONTEXT), out["context"], how="as dispatch packs it")
+    open_review = open_cells(CellKind.REVIEW)
+    review = Obligation("review", (), open_review, out["review"], how="as dispatch packs them")
+    if count(CellKind.REVIEW, CellState.PENDING):
         if next_run.kind == "review" and whole:
-            review = Obligation("review", sizes, pending, out["review"], how="as dispatch packs them")
+            review = Obligation("review", sizes, open_review, out["review"], how="as dispatch packs them")
         else:
             tokens, estimated = _review_sizes(ws, tx, audit, config, budget, limit)
-            review = Obligation("review", tokens, pending, out["review"], estimated, _review_how(estimated, budget))
-    open_review = pending + count(CellKind.REVIEW, CellState.ASSIGNED)
+            review = Obligation("review", tokens, open_review, out["review"], estimated, _review_how(estimated, budget))
     verify_pending = count(CellKind.VERIFY, CellState.PENDING)
+    verify_open = open_cells(CellKind.VERIFY)
     expected = 0
     how = "as dispatch packs them"
     if config.verification_pass and open_review and not sum(by_kind.get(CellKind.VERIFY, {}).values()):
@@ -107,12 +120,14 @@ def for_audit(
         reviewed = count(CellKind.REVIEW, CellState.REVIEWED) + count(CellKind.REVIEW, CellState.NOT_APPLICABLE)
         expected, how = _expected(config, found, reviewed, open_review)
     if next_run.kind == "verify" and whole and not expected:
-        verification = Obligation("verification", sizes, verify_pending, out["verify"], how=how)
+        verification = Obligation("verification", sizes, verify_open, out["verify"], how=how)
     else:
         prefix = estimate_tokens(verify_prefix(threat_model_text(tx, audit.audit_id)))
         tokens = _verifier_packets(verify_pending + expected, prefix, budget)
         estimated = bool(expected) or bool(verify_pending)
-        verification = Obligation("verification", tokens, verify_pending + expected, out["verify"], estimated, how)
+        if verify_pending and not expected:
+            how = f"{verify_pending} pending verification(s) counted into verifier packets of {MAX_VERIFY_TASKS}"
+        verification = Obligation("verification", tokens, verify_open + expected, out["verify"], estimated, how)
     runs = tx.runs(audit.audit_id, plan=False)
     doc = forecast([context, review, verification], setting)
     whole = not runs or (len(runs) == 1 and runs[0].state == "open" and not tx.submitted_packet_ids(runs[0].run_id))

@@ -128,6 +128,7 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
             action="dispatch",
             detail=f"run {run_id}: {len(specs)} {run.kind} packet(s), waves {plan_doc['waves']}",
             outcome="ok",
+            data={"run_id": run_id, "packet_kind": run.kind, "packets": len(specs), "provider": run.limits.provider},
         )
         # Last: the next run as the queue stands once this commits, so the first forecast after it packs nothing.
         record_next(ws, tx, audit, config, caps)
