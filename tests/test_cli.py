@@ -137,6 +137,7 @@ def test_every_verb_has_help() -> None:
         "quota",
         "status",
         "report",
+        "ledger",
         "demo",
         "run",
         "ingest-results",

@@ -13,36 +13,29 @@ What it counts, for the audit's open work:
   (``VERIFY_PRIOR``, by threshold) gives way to the audit's own rate as its cells are reviewed.
 
 Before any audit (``quota`` where nothing was audited yet) the repository is read as intake reads it and the
-matrix built in memory, nothing written, so the forecast is the one the first step then gives. The review
-sizes are kept in process and recorded in the store under the queue's generation, as the next run's are
-(``forecasting``): views between two changes of the queue pack nothing.
+matrix built in memory, nothing written, so the forecast is the one the first step then gives. What the
+forecast takes from the packer and the prompts (``Pending``: the review packets, the verifier packets'
+shares) is kept in process and recorded in the store under the queue's generation, as the next run's sizes
+are (``forecasting``): dispatch records it for the generation it commits, so views read it and load
+neither the packer nor the prompts.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from audit_mcp.core.config import SessionConfig, config_label
 from audit_mcp.core.models import HostCapabilities
-from audit_mcp.engine.batching import fill_estimate, head_of_queue
-from audit_mcp.engine.coverage import build_cells
-from audit_mcp.engine.intake import build_manifest
-from audit_mcp.engine.lenses import resolve_lenses
-from audit_mcp.engine.opinion_packets import MAX_FILE_TOKENS, MAX_VERIFY_TASKS, TOKENS_PER_VERIFICATION
-from audit_mcp.engine.opinion_prompts import threat_model_block, verify_prefix
-from audit_mcp.engine.packet_prompts import estimate_tokens, packet_prompt_prefix
-from audit_mcp.engine.packets import group_cells, pack_units
 from audit_mcp.findings.model import SEVERITY_RANK
 from audit_mcp.scheduling.budget import packet_token_budget
 from audit_mcp.store.records import AuditRow, CellKind, CellState
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import memo
-from audit_mcp.usecases.context import context_row, first_state, overview_of, threat_model_text
 from audit_mcp.usecases.forecast_sums import Obligation, Setting, forecast
 from audit_mcp.usecases.forecasting import NextRun, packing_key, plan_next_run, remembered_caps
-from audit_mcp.usecases.packing import context_packet_tokens, pack_review, review_prefix
 from audit_mcp.usecases.rates import pacing
 from audit_mcp.usecases.workspace import Workspace
 
@@ -51,6 +44,34 @@ VERIFY_PRIOR = {"critical": 0.005, "high": 0.02, "medium": 0.06, "low": 0.12, "i
 PRIOR_CELLS = 100  # how many reviewed cells the prior weighs as
 FORECAST_ACTION = "forecast"  # the ledger entry that keeps the forecast shown with an audit's first dispatch
 UNANSWERED = "the context packet has not been answered"  # why review packets carry no threat model yet
+_RECORD = "whole:"  # the store's forecast records of ``Pending``, beside the next run's
+
+
+@dataclass(frozen=True)
+class Pending:
+    """What a forecast of the whole audit takes from the packer and the prompts: the pending review cells'
+    packets, and a verifier packet's parts (its shared prefix, each verification's share, how many a packet
+    holds). It holds while the queue's generation stands."""
+
+    review: tuple[int, ...]
+    estimated: bool
+    verify_prefix: int
+    per_verification: int
+    verifications_per_packet: int
+
+    def encode(self) -> str:
+        return json.dumps({**asdict(self), "review": list(self.review)}, separators=(",", ":"))
+
+    @classmethod
+    def decode(cls, body: str) -> Pending:
+        doc = json.loads(body)
+        return cls(
+            tuple(int(t) for t in doc["review"]),
+            bool(doc["estimated"]),
+            int(doc["verify_prefix"]),
+            int(doc["per_verification"]),
+            int(doc["verifications_per_packet"]),
+        )
 
 
 def audit_forecast(
@@ -89,52 +110,58 @@ def for_audit(
         next_run = plan_next_run(ws, tx, audit, config, caps, single=limit == 1, provider=provider, reuse=True)
     by_kind = memo.cell_counts_by_kind(ws.memo, tx, audit.audit_id)
 
-    def count(kind: CellKind, state: CellState) -> int:
-        return by_kind.get(kind, {}).get(state, 0)
+    def count(kind: CellKind, *states: CellState) -> int:
+        return sum(by_kind.get(kind, {}).get(state, 0) for state in states)
 
     out = _open_packets(tx, audit)
-
-    def open_cells(kind: CellKind) -> int:
-        return count(kind, CellState.PENDING) + count(kind, CellState.ASSIGNED)
-
     sizes = tuple(p.tokens for p in next_run.sizes.packets)
     whole = next_run.pending_cells == next_run.cells_in_run  # the next run takes every pending cell
+    pending = _pending(ws, tx, audit, config, budget, limit)
+    opened = (CellState.PENDING, CellState.ASSIGNED)
     tokens: tuple[int, ...] = ()
     if count(CellKind.CONTEXT, CellState.PENDING):
         tokens = sizes if next_run.kind == "context" else (budget,)
-    context = Obligation("context", tokens, open_cells(CellKind.CONTEXT), out["context"], how="as dispatch packs it")
-    open_review = open_cells(CellKind.REVIEW)
-    review = Obligation("review", (), open_review, out["review"], how="as dispatch packs them")
-    if count(CellKind.REVIEW, CellState.PENDING):
-        if next_run.kind == "review" and whole:
-            review = Obligation("review", sizes, open_review, out["review"], how="as dispatch packs them")
-        else:
-            tokens, estimated = _review_sizes(ws, tx, audit, config, budget, limit)
-            review = Obligation("review", tokens, open_review, out["review"], estimated, _review_how(estimated, budget))
+    context = Obligation(
+        "context", tokens, count(CellKind.CONTEXT, *opened), out["context"], how="as dispatch packs it"
+    )
+    open_review = count(CellKind.REVIEW, *opened)
+    how = _review_how(pending.estimated, budget)
+    review = Obligation("review", pending.review, open_review, out["review"], pending.estimated, how)
     verify_pending = count(CellKind.VERIFY, CellState.PENDING)
-    verify_open = open_cells(CellKind.VERIFY)
     expected = 0
     how = "as dispatch packs them"
     if config.verification_pass and open_review and not sum(by_kind.get(CellKind.VERIFY, {}).values()):
         found = _found(ws, tx, audit, config)
-        reviewed = count(CellKind.REVIEW, CellState.REVIEWED) + count(CellKind.REVIEW, CellState.NOT_APPLICABLE)
-        expected, how = _expected(config, found, reviewed, open_review)
+        reviewed = count(CellKind.REVIEW, CellState.REVIEWED, CellState.NOT_APPLICABLE)
+        expected, how = _expected(config, found, reviewed, open_review, pending)
+    verify_open = count(CellKind.VERIFY, *opened)
     if next_run.kind == "verify" and whole and not expected:
         verification = Obligation("verification", sizes, verify_open, out["verify"], how=how)
     else:
-        prefix = estimate_tokens(verify_prefix(threat_model_text(tx, audit.audit_id)))
-        tokens = _verifier_packets(verify_pending + expected, prefix, budget)
-        estimated = bool(expected) or bool(verify_pending)
         if verify_pending and not expected:
-            how = f"{verify_pending} pending verification(s) counted into verifier packets of {MAX_VERIFY_TASKS}"
+            how = f"{verify_pending} pending verification(s), {pending.verifications_per_packet} to a verifier packet"
+        tokens = _verifier_packets(verify_pending + expected, pending, budget)
+        estimated = bool(expected or verify_pending)
         verification = Obligation("verification", tokens, verify_open + expected, out["verify"], estimated, how)
     runs = tx.runs(audit.audit_id, plan=False)
     doc = forecast([context, review, verification], setting)
-    whole = not runs or (len(runs) == 1 and runs[0].state == "open" and not tx.submitted_packet_ids(runs[0].run_id))
+    untouched = not runs or (len(runs) == 1 and runs[0].state == "open" and not tx.submitted_packet_ids(runs[0].run_id))
     doc["scope"] = (
-        f"audit {audit.audit_id}, whole (nothing answered yet)" if whole else f"what remains of audit {audit.audit_id}"
+        f"audit {audit.audit_id}, whole (nothing answered yet)"
+        if untouched
+        else f"what remains of audit {audit.audit_id}"
     )
     return doc
+
+
+def record_pending(ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, caps: HostCapabilities) -> None:
+    """Record, last in a write transaction, what a forecast of the whole audit for the host ``caps`` will take
+    from the packer: counted from what the transaction leaves, under the queue's generation its commit gives."""
+    _unused, budget, limit = _setting(ws, config, caps, None)
+    pending = _count_pending(ws, tx, audit, config, budget, limit)
+    tx.record_forecast(
+        audit.audit_id, _RECORD + packing_key(budget, limit, config), tx.committed_queue_generation(), pending.encode()
+    )
 
 
 def record_first(ws: Workspace, audit_id: int, doc: dict[str, Any]) -> None:
@@ -160,6 +187,17 @@ def before_any(
 ) -> dict[str, Any]:
     """What an audit started now would do: the repository read as intake reads it, the matrix and the
     packets built in memory; nothing is written."""
+    # Loaded here only: a forecast before any audit reads the repository and packs it, as the first step would.
+    from audit_mcp.engine.batching import fill_estimate, head_of_queue
+    from audit_mcp.engine.coverage import build_cells
+    from audit_mcp.engine.intake import build_manifest
+    from audit_mcp.engine.lenses import resolve_lenses
+    from audit_mcp.engine.opinion_prompts import threat_model_block, verify_prefix
+    from audit_mcp.engine.packet_prompts import estimate_tokens, packet_prompt_prefix
+    from audit_mcp.engine.packets import group_cells, pack_units
+    from audit_mcp.usecases.context import context_row, first_state, overview_of
+    from audit_mcp.usecases.packing import context_packet_tokens
+
     setting, budget, limit = _setting(ws, config, caps, provider)
     manifest = build_manifest(ws.root, ws.artifacts_dir, config, config_label(ws.root, ws.config_path))
     files = sorted(manifest.files, key=lambda f: f.path)
@@ -172,9 +210,8 @@ def before_any(
         overview = overview_of(ws, files, manifest.edges, [], budget)
         tokens: tuple[int, ...] = (context_packet_tokens(ws, context_row(state, reason), overview),)
         context = Obligation("context", tokens, 1, how="as dispatch packs it")
-    prefix = estimate_tokens(
-        packet_prompt_prefix(resolve_lenses(config), threat_model_block(None, reason or UNANSWERED))
-    )
+    threat = threat_model_block(None, reason or UNANSWERED)
+    prefix = estimate_tokens(packet_prompt_prefix(resolve_lenses(config), threat))
     room = max(1, budget - prefix)
     filled = fill_estimate(units, by_path, room=room)
     estimated = len(filled) > limit
@@ -187,11 +224,10 @@ def before_any(
         plans = pack_units(head, by_path, edges, budget=budget, prefix_tokens=prefix, limit=limit)
         tokens = tuple(p.estimated_tokens for p in plans)
     review = Obligation("review", tokens, cells, estimated=estimated, how=_review_how(estimated, budget))
-    expected, how = _expected(config, 0, 0, cells) if config.verification_pass else (0, "the pass is off")
-    verify_tokens = estimate_tokens(verify_prefix(threat_model_block(None, reason or UNANSWERED)))
-    verification = Obligation(
-        "verification", _verifier_packets(expected, verify_tokens, budget), expected, estimated=bool(expected), how=how
-    )
+    pending = Pending(tokens, estimated, estimate_tokens(verify_prefix(threat)), *_verifier_shares())
+    expected, how = _expected(config, 0, 0, cells, pending) if config.verification_pass else (0, "the pass is off")
+    verify = _verifier_packets(expected, pending, budget)
+    verification = Obligation("verification", verify, expected, estimated=bool(expected), how=how)
     doc = forecast([context, review, verification], setting)
     doc["scope"] = (
         f"an audit that would start now ({len(manifest.in_scope)} file(s) in scope, {cells} review cell(s)); "
@@ -244,38 +280,52 @@ def _review_how(estimated: bool, budget: int) -> str:
     )
 
 
-def _review_sizes(
-    ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, budget: int, limit: int
-) -> tuple[tuple[int, ...], bool]:
-    """Every pending review cell's packets, kept in process, else recorded in the store, else counted now."""
+def _pending(ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, budget: int, limit: int) -> Pending:
+    """``Pending`` for what the transaction reads: kept in process, else recorded in the store, else counted now
+    (and recorded, unless another writer holds the store)."""
     generation = tx.queue_generation()
-    key = "whole-review:" + packing_key(budget, limit, config)
+    key = _RECORD + packing_key(budget, limit, config)
 
-    def recorded_or_counted() -> tuple[tuple[int, ...], bool]:
+    def recorded_or_counted() -> Pending:
         body = tx.recorded_forecast(audit.audit_id, key, generation[1])
         if body is not None:
-            doc = json.loads(body)
-            return tuple(int(t) for t in doc["packets"]), bool(doc["estimated"])
-        sizes = _count_review(ws, tx, audit, config, budget, limit)
-        text = json.dumps({"packets": list(sizes[0]), "estimated": sizes[1]}, separators=(",", ":"))
-        ws.store.aside(lambda w: w.record_forecast(audit.audit_id, key, generation[1], text))
-        return sizes
+            return Pending.decode(body)
+        counted = _count_pending(ws, tx, audit, config, budget, limit)
+        ws.store.aside(lambda w: w.record_forecast(audit.audit_id, key, generation[1], counted.encode()))
+        return counted
 
-    return ws.memo.get("whole_review_sizes", (generation, audit.audit_id, key), recorded_or_counted)
+    return ws.memo.get("whole_pending", (generation, audit.audit_id, key), recorded_or_counted)
 
 
-def _count_review(
-    ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, budget: int, limit: int
-) -> tuple[tuple[int, ...], bool]:
+def _count_pending(ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, budget: int, limit: int) -> Pending:
+    # The packer and the prompts, for a count no record holds: views that read the record load neither.
+    from audit_mcp.engine.batching import fill_estimate
+    from audit_mcp.engine.opinion_prompts import verify_prefix
+    from audit_mcp.engine.packet_prompts import estimate_tokens
+    from audit_mcp.usecases.context import threat_model_text
+    from audit_mcp.usecases.packing import pack_review, review_prefix
+
     prefix = estimate_tokens(review_prefix(tx, audit, config))
     queue = tx.queue_units(audit.audit_id)
     try:
         filled = fill_estimate(queue, tx.files_in_order(audit.audit_id), room=max(1, budget - prefix))
     finally:
         queue.close()
-    if len(filled) <= limit:
-        return tuple(p.estimated_tokens for p in pack_review(ws, tx, audit, config, budget, limit)), False
-    return tuple(prefix + t for t, _ in filled), True
+    estimated = len(filled) > limit
+    if estimated:
+        review = tuple(prefix + t for t, _ in filled)
+    else:
+        review = tuple(p.estimated_tokens for p in pack_review(ws, tx, audit, config, budget, limit)) if filled else ()
+    verify = estimate_tokens(verify_prefix(threat_model_text(tx, audit.audit_id)))
+    return Pending(review, estimated, verify, *_verifier_shares())
+
+
+def _verifier_shares() -> tuple[int, int]:
+    """Each verification's share of a verifier packet (its finding, and half a file read), and how many
+    verifications a packet holds."""
+    from audit_mcp.engine.opinion_packets import MAX_FILE_TOKENS, MAX_VERIFY_TASKS, TOKENS_PER_VERIFICATION
+
+    return TOKENS_PER_VERIFICATION + MAX_FILE_TOKENS // 2, MAX_VERIFY_TASKS
 
 
 def _found(ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig) -> int:
@@ -293,7 +343,7 @@ def _found(ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig) -> int
     return ws.memo.get("findings_to_verify", (tx.queue_generation(), audit.audit_id, threshold), counted)
 
 
-def _expected(config: SessionConfig, found: int, reviewed: int, open_cells: int) -> tuple[int, str]:
+def _expected(config: SessionConfig, found: int, reviewed: int, open_cells: int, pending: Pending) -> tuple[int, str]:
     """Findings expected to need a verifier, and how that was reckoned."""
     prior = VERIFY_PRIOR[config.verify_severity]
     rate = (found + PRIOR_CELLS * prior) / (reviewed + PRIOR_CELLS)
@@ -301,15 +351,13 @@ def _expected(config: SessionConfig, found: int, reviewed: int, open_cells: int)
     return expected, (
         f"{found} finding(s) at or above {config.verify_severity} so far in {reviewed} reviewed cell(s), plus "
         f"{rate:.3f} a cell for {open_cells} open review cell(s) (a prior of {prior} a cell, weighed as "
-        f"{PRIOR_CELLS} cells against what this audit finds), in verifier packets of {MAX_VERIFY_TASKS} "
-        f"verifications of {TOKENS_PER_VERIFICATION:,} tokens and half a file read each"
+        f"{PRIOR_CELLS} cells against what this audit finds), in verifier packets of "
+        f"{pending.verifications_per_packet} verifications of ~{pending.per_verification:,} tokens each"
     )
 
 
-def _verifier_packets(tasks: int, prefix: int, budget: int) -> tuple[int, ...]:
-    """Verifier packets for ``tasks`` verifications: full packets of ``MAX_VERIFY_TASKS``, then the rest."""
-    per_task = TOKENS_PER_VERIFICATION + MAX_FILE_TOKENS // 2
-    sizes = [MAX_VERIFY_TASKS] * (tasks // MAX_VERIFY_TASKS) + (
-        [tasks % MAX_VERIFY_TASKS] if tasks % MAX_VERIFY_TASKS else []
-    )
-    return tuple(min(budget, prefix + n * per_task) for n in sizes)
+def _verifier_packets(verifications: int, pending: Pending, budget: int) -> tuple[int, ...]:
+    """Verifier packets for ``verifications``: full packets, then the rest."""
+    per = pending.verifications_per_packet
+    counts = [per] * (verifications // per) + ([verifications % per] if verifications % per else [])
+    return tuple(min(budget, pending.verify_prefix + n * pending.per_verification) for n in counts)
