@@ -107,7 +107,7 @@ def run_packets(crew: Crew, run_id: str, plan: Mapping[str, Any]) -> dict[str, s
                     if due > 0:
                         break
                 packet = queue.pop(0)
-                running.append(_launch(crew, run_id, packet))
+                _launch(crew, run_id, packet, running)
                 launched.append(packet["packet_id"])
                 first_start = time.monotonic() if first_start is None else first_start
             if not running and resume_at > time.monotonic():
@@ -155,7 +155,8 @@ def run_packets(crew: Crew, run_id: str, plan: Mapping[str, Any]) -> dict[str, s
     return failures
 
 
-def _launch(crew: Crew, run_id: str, packet: Mapping[str, Any]) -> Worker:
+def _launch(crew: Crew, run_id: str, packet: Mapping[str, Any], running: list[Worker]) -> None:
+    """Start the packet's worker, in ``running`` before anything else happens (an interrupt stops what is there)."""
     service = crew.service
     results = service.results_path(run_id, packet["packet_id"])
     results.parent.mkdir(parents=True, exist_ok=True)  # a worker that only writes files needs the folder
@@ -170,12 +171,17 @@ def _launch(crew: Crew, run_id: str, packet: Mapping[str, Any]) -> Worker:
     }
     env = worker_env(values, service.artifacts_dir, crew.env)
     env["AUDIT_MCP_RESULTS_MODE"] = crew.worker_mode
-    worker = launch(
-        fill_template(crew.template, values), packet["packet_id"], service.run_dir(run_id) / "workers", crew.cwd, env
+    running.append(
+        launch(
+            fill_template(crew.template, values),
+            packet["packet_id"],
+            service.run_dir(run_id) / "workers",
+            crew.cwd,
+            env,
+        )
     )
     crew.tracker.launched()
     crew.say(f"  {packet['packet_id']}: worker started ({len(packet['tasks'])} task(s))")
-    return worker
 
 
 def _ended(crew: Crew, run_id: str, worker: Worker, timed_out: bool) -> str | None:
