@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
-from audit_mcp.engine.packets import MAX_FILES_PER_PACKET, MAX_TASKS_PER_PACKET, TOKENS_PER_TASK, Queued, queued_tokens
+from audit_mcp.engine.packets import (
+    MAX_FILES_PER_PACKET,
+    MAX_TASKS_PER_PACKET,
+    TOKENS_PER_TASK,
+    Placed,
+    Queued,
+    queued_tokens,
+)
 from audit_mcp.store.records import FileRow
 
 MARGIN = 1.5  # packets rarely fill their budget exactly, and neighbours travel together
@@ -36,7 +43,7 @@ def head_of_queue(units: Iterable[Q], files: Mapping[str, FileRow], *, packets: 
     return chosen
 
 
-def fill_estimate(units: Iterable[Queued], files: Mapping[str, FileRow], *, room: int) -> list[tuple[int, int]]:
+def fill_estimate(units: Iterable[Placed], files: Mapping[str, FileRow], *, room: int) -> list[tuple[int, int]]:
     """How many packets the whole queue takes, estimated without packing it: units filled into packets in path
     order, to the packer's limits (``room`` tokens, files and tasks a packet), as (tokens, cells) per packet
     (the prompt prefix not counted). The packer seats neighbours together and fills gaps a little better, so

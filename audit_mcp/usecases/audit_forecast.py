@@ -167,6 +167,9 @@ def record_pending(ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig
 def record_first(ws: Workspace, audit_id: int, doc: dict[str, Any]) -> None:
     """Keep the forecast shown with an audit's first dispatch in its ledger (once), for the report to set what
     was used beside it."""
+    with ws.store.read() as tx:
+        if tx.ledger_data(audit_id, FORECAST_ACTION):
+            return  # kept already: the first dispatch's step is handed out again until a packet is answered
     with ws.store.write() as tx:
         tx.records_answer_only()  # the log only: forecasts of the next run hold
         if tx.ledger_data(audit_id, FORECAST_ACTION):
@@ -189,7 +192,7 @@ def before_any(
     packets built in memory; nothing is written."""
     # Loaded here only: a forecast before any audit reads the repository and packs it, as the first step would.
     from audit_mcp.engine.batching import fill_estimate, head_of_queue
-    from audit_mcp.engine.coverage import build_cells
+    from audit_mcp.engine.coverage import build_cells, build_matrix
     from audit_mcp.engine.intake import build_manifest
     from audit_mcp.engine.lenses import resolve_lenses
     from audit_mcp.engine.opinion_prompts import threat_model_block, verify_prefix
@@ -202,8 +205,9 @@ def before_any(
     manifest = build_manifest(ws.root, ws.artifacts_dir, config, config_label(ws.root, ws.config_path))
     files = sorted(manifest.files, key=lambda f: f.path)
     by_path = {f.path: f for f in files}
-    units = group_cells(build_cells(files, config))
-    cells = sum(u.count for u in units)
+    matrix = build_matrix(files, config)
+    counted = [_Counted(path, start, end, len(matrix.lens_sets[i])) for path, start, end, _hash, i in matrix.units]
+    cells = sum(u.count for u in counted)
     state, reason = first_state(files, config)
     context = Obligation("context", how="as dispatch packs it")
     if state is CellState.PENDING:
@@ -213,11 +217,12 @@ def before_any(
     threat = threat_model_block(None, reason or UNANSWERED)
     prefix = estimate_tokens(packet_prompt_prefix(resolve_lenses(config), threat))
     room = max(1, budget - prefix)
-    filled = fill_estimate(units, by_path, room=room)
+    filled = fill_estimate(counted, by_path, room=room)
     estimated = len(filled) > limit
     if estimated:
         tokens = tuple(prefix + t for t, _ in filled)
-    else:
+    else:  # one run's worth: packed as dispatch packs it, its cells built
+        units = group_cells(build_cells(files, config))
         head = head_of_queue(units, by_path, packets=limit, room=room)
         paths = {u.path for u in head}
         edges = [(a, b) for a, b in manifest.edges if a in paths and b in paths]
@@ -234,6 +239,16 @@ def before_any(
         "nothing was written"
     )
     return doc
+
+
+class _Counted:
+    """A unit of the matrix with the number of its cells, as filling packets counts it (no cell is built)."""
+
+    __slots__ = ("count", "end_line", "path", "start_line")
+    facts = None  # its file's facts are looked up in the manifest
+
+    def __init__(self, path: str, start_line: int, end_line: int, count: int) -> None:
+        self.path, self.start_line, self.end_line, self.count = path, start_line, end_line, count
 
 
 def _setting(
