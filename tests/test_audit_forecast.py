@@ -115,8 +115,8 @@ def test_a_review_bigger_than_a_run_is_an_estimate_that_bounds_what_dispatch_pac
     _code, ledger = cli(capsys, "ledger", "--root", root)
     dispatched = [json.loads(line)["data"] for line in ledger.splitlines() if '"action":"dispatch"' in line]
     packed = sum(d["packets"] for d in dispatched)
-    # Filling packets in queue order is a close upper bound on what the packer seats together.
-    assert 0.7 * review["packets"] <= packed <= review["packets"], (packed, review)
+    # Filling packets in queue order comes close to what the packer, seating neighbours together, makes.
+    assert abs(packed - review["packets"]) <= 0.3 * review["packets"], (packed, review)
     _code, status = cli(capsys, "status", "--root", root, "--json")
     assert status["forecast"]["audit"]["packets"] == 0 and status["forecast"]["audit"]["runs"] == 0
 

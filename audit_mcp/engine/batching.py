@@ -46,8 +46,10 @@ def head_of_queue(units: Iterable[Q], files: Mapping[str, FileRow], *, packets: 
 def fill_estimate(units: Iterable[Placed], files: Mapping[str, FileRow], *, room: int) -> list[tuple[int, int]]:
     """How many packets the whole queue takes, estimated without packing it: units filled into packets in path
     order, to the packer's limits (``room`` tokens, files and tasks a packet), as (tokens, cells) per packet
-    (the prompt prefix not counted). The packer seats neighbours together and fills gaps a little better, so
-    this is a close upper bound; it reads each unit's facts and count, and builds no cell."""
+    (the prompt prefix not counted). The packer seats neighbours together, which fills some packets better
+    and leaves gaps in others: on a generated 20,000-file repository this counted 9,403 packets where the
+    packer made 9,548 at 25,000 tokens, and 2,054 where it made 2,006 at 60,000. It reads each unit's facts
+    and count, and builds no cell (0.05 s for 111,000 cells, where packing them takes 0.5-0.8 s)."""
     packets: list[tuple[int, int]] = []
     used = cells = files_in = 0
     last = None

@@ -6,7 +6,7 @@ What it counts, for the audit's open work:
 - the packets of the open run not answered yet, as they were dispatched;
 - the context packet, while it is pending, as dispatch packs it;
 - review: the pending review cells as dispatch packs them, when they fit one run; past that, estimated by
-  filling packets of the same budget in queue order (``batching.fill_estimate``: a close upper bound);
+  filling packets of the same budget in queue order (``batching.fill_estimate``: within a few percent);
 - verification: the pending verify cells, in verifier packets of ``MAX_VERIFY_TASKS``; and while review goes
   on, the findings expected at or above the verification threshold, an estimate: those found so far, plus,
   for each open review cell, ``(found + PRIOR_CELLS × prior) / (reviewed + PRIOR_CELLS)``, where the prior
