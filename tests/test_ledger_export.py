@@ -23,7 +23,7 @@ def _ledger(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, An
 
 
 def test_every_worker_of_a_headless_run_is_in_the_exported_ledger(
-    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], store_url: str
 ) -> None:
     (repo / ".audit-mcp.toml").write_text("context_pass = false\nverification_pass = false\n")
     proc = headless(repo, tmp_path / "state", "--host-model", MODEL, "--max-wait", "0", SCRIPTED_WORKER_429="P02")
