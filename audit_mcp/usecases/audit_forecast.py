@@ -344,14 +344,15 @@ def _verifier_shares() -> tuple[int, int]:
 
 
 def _found(ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig) -> int:
-    """Findings reported so far at or above the verification threshold, one per place."""
+    """Findings this audit's review reported so far at or above the verification threshold, one per place
+    (those carried forward from an earlier audit came with their verifications)."""
     threshold = SEVERITY_RANK[config.verify_severity]
 
     def counted() -> int:
         places = {
             (f.get("file"), f.get("start_line"))
             for f in tx.findings(audit.audit_id)
-            if SEVERITY_RANK.get(str(f.get("severity")), 99) <= threshold
+            if SEVERITY_RANK.get(str(f.get("severity")), 99) <= threshold and not f.get("carried_from")
         }
         return len(places)
 
