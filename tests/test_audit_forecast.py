@@ -87,15 +87,21 @@ def test_the_cost_comes_only_from_configured_prices(
     with_caching = tokens["input_with_caching"] * 3.75 + tokens["cache_reads_with_caching"] * 0.3
     assert cost["with_caching"] == round((with_caching + tokens["output"] * 15) / 1e6, 2)
     assert 0 < cost["with_caching"] < cost["without_caching"]
-    # A repository's own config may price its own forecast; without cache_read there is no cost with caching.
-    (repo / ".audit-mcp.toml").write_text("[prices]\ninput = 1.0\noutput = 2.0\n")
-    _code, quota = cli(capsys, "quota", "--root", root, "--host-model", "some-model")
+    # Without cache_read there is no cost with caching, and the note says what to add.
+    cheap = tmp_path / "cheap.toml"
+    cheap.write_text("[prices]\ninput = 1.0\noutput = 2.0\n")
+    _code, quota = cli(capsys, "quota", "--root", root, "--config", str(cheap), "--host-model", "some-model")
     cost = quota["forecast"]["audit"]["cost"]
     assert cost["currency"] == "USD" and cost["without_caching"] > 0 and cost["with_caching"] is None
     assert "cache_read" in cost["note"]
-    (repo / ".audit-mcp.toml").write_text("[prices]\ninptu = 1.0\n")
-    assert main(["quota", "--root", root]) == 1
+    cheap.write_text("[prices]\ninptu = 1.0\n")
+    assert main(["quota", "--root", root, "--config", str(cheap)]) == 1
     assert "[prices] inptu: not a price" in capsys.readouterr().err
+    # The code under audit does not price its own audit: a cost is what you decide to spend on.
+    (repo / ".audit-mcp.toml").write_text("[prices]\ninput = 0.0\noutput = 0.0\n")
+    assert main(["quota", "--root", root, "--host-model", MODEL]) == 1
+    err = capsys.readouterr().err
+    assert "[prices] is refused" in err and "--config" in err
 
 
 def test_a_review_bigger_than_a_run_is_an_estimate_that_bounds_what_dispatch_packs(
@@ -124,8 +130,11 @@ def test_a_review_bigger_than_a_run_is_an_estimate_that_bounds_what_dispatch_pac
 def test_the_report_sets_what_the_runs_used_beside_the_forecast_of_the_first_dispatch(
     repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (repo / ".audit-mcp.toml").write_text(PRICES)
-    proc = headless(repo, tmp_path / "state", "--host-model", MODEL, SCRIPTED_WORKER_PRINTS="claude")
+    mine = tmp_path / "mine.toml"
+    mine.write_text(PRICES)
+    proc = headless(
+        repo, tmp_path / "state", "--host-model", MODEL, "--config", str(mine), SCRIPTED_WORKER_PRINTS="claude"
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads((repo / ".audit-mcp" / "report" / "report.json").read_text())
     usage = report["usage"]

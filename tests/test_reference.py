@@ -61,6 +61,7 @@ def test_every_key_the_reference_says_a_repository_may_not_set_is_refused(key: s
         "[shared]": "[shared]\nlearned = true\n",
         "[scheduler] half_life_hours": "[scheduler]\nhalf_life_hours = 2\n",
         "[scheduler] probe": '[scheduler]\nprobe = "auto"\n',
+        "[prices]": "[prices]\ninput = 0.0\noutput = 0.0\n",
     }[key]
     (tmp_path / ".audit-mcp.toml").write_text(toml)
     with pytest.raises(ConfigError, match="refused"):

@@ -302,7 +302,14 @@ class SessionConfig(_Strict):
 
 # Keys only the user's own config (--config, AUDIT_MCP_CONFIG) may set: the repository's own .audit-mcp.toml
 # comes with the code under audit and is refused them (``_confined``), as TOML names them.
-USER_ONLY_KEYS = ("store", "audit_name", "[shared]", "[scheduler] half_life_hours", "[scheduler] probe")
+USER_ONLY_KEYS = (
+    "store",
+    "audit_name",
+    "[shared]",
+    "[scheduler] half_life_hours",
+    "[scheduler] probe",
+    "[prices]",
+)
 
 
 # Each variable overrides one setting: (section, key) of SessionConfig.
@@ -467,5 +474,11 @@ def _confined(config: SessionConfig, root: Path, path: Path) -> SessionConfig:
             f"{path}: [scheduler] probe = {config.scheduler.probe!r} is refused: the provider probe uses your API "
             "key, so only you can turn it on (AUDIT_MCP_PROBE, or your own config via --config or "
             "AUDIT_MCP_CONFIG). Remove the key from the repository's config."
+        )
+    if "prices" in config.model_fields_set:
+        raise ConfigError(
+            f"{path}: [prices] is refused: the cost a forecast and a report show is what you decide to spend on, so "
+            "only your own config sets the prices (--config or AUDIT_MCP_CONFIG). Remove the table from the "
+            "repository's config."
         )
     return config

@@ -12,9 +12,8 @@ Prices are per million tokens, in the table's ``currency``::
 
 ``[prices]`` may also hold ``input``, ``output``, ``cache_read`` and ``cache_write`` itself: the prices of
 every model without a table of its own. A model's table is found as ``[model."<name>"]`` is: the exact name,
-else the longest table name the model's name starts with (case-insensitive). Prices belong in your own
-config (``--config`` or ``AUDIT_MCP_CONFIG``); a repository's own config may hold them too, and they then
-price only its own forecasts and reports.
+else the longest table name the model's name starts with (case-insensitive). Prices are set in your own
+config (``--config`` or ``AUDIT_MCP_CONFIG``) only: a repository's own config is refused them.
 """
 
 from __future__ import annotations
@@ -34,10 +33,12 @@ class ModelPrices(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input: _Price | None = None
-    output: _Price | None = None
-    cache_read: _Price | None = None
-    cache_write: _Price | None = None
+    input: _Price | None = Field(default=None, description="Uncached input, per million tokens.")
+    output: _Price | None = Field(default=None, description="Output, per million tokens.")
+    cache_read: _Price | None = Field(default=None, description="Input read from the prompt cache, per million tokens.")
+    cache_write: _Price | None = Field(
+        default=None, description="Input written to the prompt cache, per million tokens (default: the input price)."
+    )
 
     @property
     def complete(self) -> bool:
@@ -47,9 +48,13 @@ class ModelPrices(BaseModel):
 class PricesConfig(ModelPrices):
     """``[prices]``: the currency, prices for every model, and ``[prices."<model>"]`` tables over them."""
 
-    currency: Annotated[str, Field(min_length=1, max_length=10)] = "USD"
+    currency: Annotated[str, Field(min_length=1, max_length=10)] = Field(
+        default="USD", description="The currency the prices are in, as the cost is shown."
+    )
     models: dict[Annotated[str, Field(min_length=1, max_length=200)], ModelPrices] = Field(
-        default_factory=dict, max_length=_MAX_TABLES
+        default_factory=dict,
+        max_length=_MAX_TABLES,
+        description='[prices."<model>"] tables: a model\'s own prices, over the ones above key by key.',
     )
 
     @model_validator(mode="before")
