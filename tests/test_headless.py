@@ -201,7 +201,7 @@ def test_run_refuses_an_empty_worker_template(repo: Path) -> None:
 
 
 def test_run_and_its_worker_environment_are_documented() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    page = (Path(__file__).resolve().parent.parent / "docs" / "headless.md").read_text()
     for name in (
         "AUDIT_MCP_PROMPT_PATH",
         "AUDIT_MCP_RUN_ID",
@@ -212,7 +212,7 @@ def test_run_and_its_worker_environment_are_documented() -> None:
         "exit code 3",
         "exit code 4",
     ):
-        assert name in readme
+        assert name in page
 
 
 def test_the_next_run_waits_out_a_cooldown_within_max_wait(repo: Path, tmp_path: Path) -> None:

@@ -118,7 +118,7 @@ def test_import_edges_stored_before_the_table_was_keyed_survive_the_upgrade(tmp_
 def test_import_edges_stored_before_the_code_map_read_as_imports_after_the_upgrade(tmp_path: Path) -> None:
     from audit_mcp.engine.codemap.graph import CodeGraph  # the engine's reading of the stored edges
 
-    before = tuple(m for m in MIGRATIONS if m[0] < "0021_code_map")
+    before = tuple(m for m in MIGRATIONS if m[0] < "0022_code_map")
     store = Store(tmp_path, migrations=before)
     with store.write() as tx:
         audit = tx.create_audit(
@@ -127,7 +127,7 @@ def test_import_edges_stored_before_the_code_map_read_as_imports_after_the_upgra
         tx.insert_edges(audit, [("a.py", "b.py")])
     store.close()
     upgraded = Store(tmp_path)
-    assert "0021_code_map" in upgraded.applied_migrations()
+    assert "0022_code_map" in upgraded.applied_migrations()
     with upgraded.read() as tx:
         assert tx.weights_between(audit, {"a.py", "b.py"}) == [("a.py", "b.py", 1)]
         graph = CodeGraph(tx.map_edges_touching(audit, {"b.py"}))

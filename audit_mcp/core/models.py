@@ -230,6 +230,11 @@ class QuotaStatus(_Model):
     schedule: dict[str, object]
     forecast: dict[str, object] = Field(default_factory=dict)
     notes: list[str]
+    probe: dict[str, object] = Field(
+        default_factory=dict,
+        description="The provider probe: its mode, what was asked, the values read and those learned, or why "
+        "nothing was asked.",
+    )
 
 
 class StatusView(_Model):

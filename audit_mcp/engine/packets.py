@@ -67,7 +67,7 @@ def read_tokens(facts: tuple[str, int, int], start: int, end: int) -> int:
     return max(1, int(size * min(1.0, share) / chars_per_token(language)) + 1)
 
 
-def queued_tokens(unit: Queued, files: Mapping[str, FileRow]) -> int:
+def queued_tokens(unit: Placed, files: Mapping[str, FileRow]) -> int:
     """The tokens of reading a unit of the queue, from its file's facts when it carries them."""
     facts = unit.facts
     if facts is None:
@@ -75,9 +75,8 @@ def queued_tokens(unit: Queued, files: Mapping[str, FileRow]) -> int:
     return read_tokens(facts, unit.start_line, unit.end_line)
 
 
-class Queued(Protocol):
-    """One unit of the queue (a file or chunk) with its pending cells: ``count`` of them, built by ``cells()``
-    (by lens) only for a unit that is packed."""
+class Placed(Protocol):
+    """Where a unit of the queue (a file or chunk) is, and how many of its cells are pending."""
 
     @property
     def path(self) -> str: ...
@@ -91,6 +90,11 @@ class Queued(Protocol):
     def facts(self) -> tuple[str, int, int] | None:
         """The file's (language, size, lines), or None to look them up in the manifest."""
         ...
+
+
+class Queued(Placed, Protocol):
+    """One unit of the queue with its pending cells: ``count`` of them, built by ``cells()`` (by lens) only for
+    a unit that is packed."""
 
     def cells(self) -> Sequence[Cell]: ...
     def lenses(self) -> Sequence[str]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit_mcp.core.escape import md_block, md_cell, md_code, md_fence, md_inline
+from audit_mcp.core.forecast_text import audit_lines, usage_line
 from audit_mcp.findings.comparison import NEW, PERSISTING, Comparison
 from audit_mcp.findings.report_opinions import (
     Opinions,
@@ -55,6 +56,8 @@ class ReportInput:
     carried: Mapping[int, int] = field(default_factory=dict)  # cells carried unchanged, by the audit that reviewed them
     scripted_reviewers: Sequence[str] = ()  # labels of programs, not models, that answered the packets
     opinions: Opinions = field(default_factory=Opinions)
+    # What the runs reported using, beside the forecast shown with the first dispatch (``usecases.usage``).
+    usage: Mapping[str, Any] | None = None
 
 
 def _at(path: str, start: int, end: int | None = None) -> str:
@@ -170,6 +173,8 @@ def render_markdown(r: ReportInput) -> str:
         out += _comparison_section(r.comparison)
     if r.leads:
         out += _leads_section(r.leads)
+    if r.usage is not None:
+        out += _usage_section(r.usage)
     out += [
         "## Coverage",
         "",
@@ -258,6 +263,17 @@ def _nothing_found(r: ReportInput) -> str:
     return "No findings in what was reviewed; the gaps below were not reviewed."
 
 
+def _usage_section(usage: Mapping[str, Any]) -> list[str]:
+    """The forecast shown with the first dispatch, and what the runs reported using."""
+    out = ["## Forecast and usage", ""]
+    before = usage.get("forecast_at_first_dispatch")
+    if before:
+        out += ["Forecast with the first dispatch:", ""] + [f"- {md_inline(line)}" for line in audit_lines(before)]
+    else:
+        out.append("No forecast was kept for this audit (it was dispatched before forecasts were kept).")
+    return [*out, "", md_inline(usage_line(usage)), ""]
+
+
 def _comparison_section(c: Comparison) -> list[str]:
     out = ["## Changes since the previous audit", "", f"Matched by fingerprint against audit {c.baseline_audit_id}."]
     for label, state in (("New", NEW), ("Persisting", PERSISTING)):
@@ -341,6 +357,7 @@ def render_json(r: ReportInput) -> dict[str, Any]:
         **opinions_json(s, r.opinions),
         "comparison": r.comparison.as_json() if r.comparison is not None else None,
         "leads": [dict(x) for x in r.leads],
+        "usage": dict(r.usage) if r.usage is not None else None,
         "coverage": {
             "totals": dict(r.totals),
             "by_lens": {k: dict(v) for k, v in r.coverage_by_lens.items()},

@@ -195,7 +195,7 @@ def _result(
     result["properties"] |= _opinions(f)
     if f.status == REFUTED:
         why = "; ".join(v.get("rationale", "") for v in f.verdicts) or "refuted by a verifier"
-        # Spec-correct, but GitHub code scanning ignores suppressions: see the README ("SARIF output").
+        # Spec-correct, but GitHub code scanning ignores suppressions: see docs/reports.md ("SARIF").
         result["suppressions"] = [
             {"kind": "external", "status": "accepted", "justification": clip(f"Refuted by a verifier: {why}", 1_000)}
         ]

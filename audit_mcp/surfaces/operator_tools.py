@@ -52,7 +52,7 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
     def validate_results(
-        run_id: p.RunId, packet_id: p.PacketId, results: p.Results, usage: p.UsageIn = None
+        run_id: p.RunId, packet_id: p.PacketId, results: p.ResultsToCheck, usage: p.UsageToCheck = None
     ) -> Receipt:
         """Dry-run submit_packet: the receipt it would give now (`dry_run: true`), nothing recorded."""
         return tool_call(lambda: services.for_run(run_id).validate_results(run_id, packet_id, results, usage))

@@ -80,6 +80,19 @@ Results = Annotated[
         'string; {"results": [...], "usage": {...}} is read too).'
     ),
 ]
+# validate_results takes what submit_packet takes; its schema points there instead of repeating it.
+ResultsToCheck = Annotated[
+    list[TaskResult] | str,
+    SkipValidation,
+    WithJsonSchema({"type": ["array", "string"]}),
+    Field(description="The results exactly as submit_packet would take them (its schema describes them)."),
+]
+UsageToCheck = Annotated[
+    Usage | None,
+    SkipValidation,
+    WithJsonSchema({"type": "object"}),
+    Field(description="The usage exactly as submit_packet would take it."),
+]
 UsageIn = Annotated[
     Usage | None,
     SkipValidation,

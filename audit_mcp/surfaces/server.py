@@ -313,7 +313,7 @@ def build_server(
 
     @server.resource("audit://report/json", mime_type="application/json", title="Audit report (JSON)")
     def report_json() -> str:
-        """The audit report as JSON (its fields are listed in the README)."""
+        """The audit report as JSON (docs/reports.md describes its fields)."""
         return resource_read(lambda: current().report("json"))
 
     @server.resource("audit://report/sarif", mime_type="application/sarif+json", title="Audit report (SARIF)")

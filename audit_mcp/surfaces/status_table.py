@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from audit_mcp.core.forecast_text import audit_lines
 from audit_mcp.core.models import StatusView
 from audit_mcp.store.records import CellState
 
@@ -93,6 +94,9 @@ def _forecast(view: StatusView) -> list[str]:
         )
     if f.get("cooldown_until"):
         out.append(f"  rate-limit cooldown until {f['cooldown_until']}")
+    whole = f.get("audit")
+    if isinstance(whole, dict) and whole.get("packets"):
+        out += [f"  {line}" for line in audit_lines(whole)]
     if not out:
         out.append("  nothing: every task has an outcome" if view.completeness != "unknown" else "  unknown")
     return out

@@ -7,7 +7,7 @@ and verification packet's shared leading block then carries the threat model (or
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit_mcp.core.config import SessionConfig
@@ -15,7 +15,16 @@ from audit_mcp.core.errors import PathError
 from audit_mcp.core.fs import read_head
 from audit_mcp.engine.opinion_prompts import threat_model_block
 from audit_mcp.engine.overview import Overview, build_overview, tiny
-from audit_mcp.store.records import CONTEXT_TASK_ID, Cell, CellKind, CellState, FileRow, ThreatModelRow
+from audit_mcp.store.records import (
+    CONTEXT_TASK_ID,
+    Cell,
+    CellKind,
+    CellState,
+    EntryPoint,
+    FileRow,
+    Lead,
+    ThreatModelRow,
+)
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.workspace import Workspace
 
@@ -59,13 +68,9 @@ def context_cell(tx: Tx, audit_id: int, files: list[FileRow], config: SessionCon
     The latest earlier threat model is carried forward while none of the files it names as entry points,
     boundaries, sinks or controls changed; when some did, the context packet is due again, shown that model
     and what changed, to refresh it."""
-    state, reason = CellState.PENDING, None
+    state, reason = first_state(files, config)
     earlier = earlier_threat_model(tx, audit_id) if config.carry_forward else None
-    if not config.context_pass:
-        state, reason = CellState.NOT_APPLICABLE, "context_pass = false in the session config"
-    elif (why := tiny(files)) is not None:
-        state, reason = CellState.NOT_APPLICABLE, why
-    elif earlier is not None:
+    if state is CellState.PENDING and earlier is not None:
         source, carried = earlier
         before = {f.path: f.sha256 for f in tx.files(source)}
         changed = _changed_under(named_paths(carried.model), before, {f.path: f.sha256 for f in files})
@@ -82,7 +87,26 @@ def context_cell(tx: Tx, audit_id: int, files: list[FileRow], config: SessionCon
                 payload=carried.model,
                 now=now,
             )
-    cell = Cell(
+    tx.insert_cells(audit_id, [context_row(state, reason)], now)
+    return (
+        "a context packet is due before the first review run" + (f" ({reason})" if reason else "")
+        if state is CellState.PENDING
+        else str(reason)
+    )
+
+
+def first_state(files: list[FileRow], config: SessionConfig) -> tuple[CellState, str | None]:
+    """The context cell's state in a new audit, before any earlier threat model is carried forward."""
+    if not config.context_pass:
+        return CellState.NOT_APPLICABLE, "context_pass = false in the session config"
+    if (why := tiny(files)) is not None:
+        return CellState.NOT_APPLICABLE, why
+    return CellState.PENDING, None
+
+
+def context_row(state: CellState, reason: str | None) -> Cell:
+    """The audit's one context cell."""
+    return Cell(
         CONTEXT_TASK_ID,
         CONTEXT_PATH,
         1,
@@ -96,12 +120,6 @@ def context_cell(tx: Tx, audit_id: int, files: list[FileRow], config: SessionCon
         "",
         CellKind.CONTEXT.value,
         None,
-    )
-    tx.insert_cells(audit_id, [cell], now)
-    return (
-        "a context packet is due before the first review run" + (f" ({reason})" if reason else "")
-        if state is CellState.PENDING
-        else str(reason)
     )
 
 
@@ -120,7 +138,27 @@ def threat_model_text(tx: Tx, audit_id: int) -> str:
 
 def overview_for(ws: Workspace, tx: Tx, audit_id: int, budget_tokens: int) -> Overview:
     """The repository overview the context packet starts from, within its share of the budget."""
-    files = tx.files(audit_id)
+    return overview_of(
+        ws,
+        tx.files(audit_id),
+        tx.weighted_edges(audit_id),
+        tx.leads(audit_id),
+        budget_tokens,
+        entries=tx.entry_points(audit_id),
+    )
+
+
+def overview_of(
+    ws: Workspace,
+    files: list[FileRow],
+    edges: Sequence[tuple[str, str, int]],
+    leads: list[Lead],
+    budget_tokens: int,
+    *,
+    entries: Sequence[EntryPoint] = (),
+) -> Overview:
+    """The overview of a manifest and its code map (``overview_for`` reads them from the store; a forecast
+    before any audit has them in hand)."""
 
     def read(path: str, cap: int) -> bytes | None:
         try:
@@ -129,9 +167,7 @@ def overview_for(ws: Workspace, tx: Tx, audit_id: int, budget_tokens: int) -> Ov
             return None
 
     chars = int(min(OVERVIEW_TOKENS, max(4_000, budget_tokens // 2)) * 2.5)
-    return build_overview(
-        files, tx.weighted_edges(audit_id), tx.leads(audit_id), read, chars=chars, entries=tx.entry_points(audit_id)
-    )
+    return build_overview(files, edges, leads, read, chars=chars, entries=entries)
 
 
 def earlier_model_section(tx: Tx, audit_id: int, cell: Cell) -> str:

@@ -23,6 +23,7 @@ from audit_mcp.usecases.deferred import ingest_deferred
 from audit_mcp.usecases.forecasting import forecast_for_remembered_host
 from audit_mcp.usecases.inflight import checked_failures, in_flight, learn_measured_usage
 from audit_mcp.usecases.rates import learn_from_run
+from audit_mcp.usecases.usage import usage_data
 from audit_mcp.usecases.workspace import Workspace
 
 MAX_REQUEUED_LISTED = 50
@@ -172,6 +173,7 @@ def merge_and_ingest(
                 else ""
             ),
             outcome="ok",
+            data=usage_data(run_id, usage, outcome.merged, {p: kind for p, (kind, _) in failed.items()}),
         )
     if flight is not None:  # usage was learned as each packet was submitted; printed usage is learned now
         for numbers, estimated_tokens in measured:

@@ -17,6 +17,7 @@ from audit_mcp.engine.codemap.packet_map import MapInputs, map_tokens
 from audit_mcp.engine.lenses import resolve_lenses
 from audit_mcp.engine.opinion_packets import context_plan, pack_verifications
 from audit_mcp.engine.opinion_prompts import VerifyTask, render_context_prompt, render_verify_prompt, verify_prefix
+from audit_mcp.engine.overview import Overview
 from audit_mcp.engine.packet_prompts import estimate_tokens, packet_prompt_prefix, render_packet_prompt
 from audit_mcp.engine.packets import PacketPlan, pack_units
 from audit_mcp.findings.leads import leads_in
@@ -70,8 +71,21 @@ def pack_next(
     if kind is CellKind.VERIFY:
         prefix = verify_prefix(threat_model_text(tx, audit.audit_id))
         return _verify(ws, tx, audit, budget, limit, prefix), prefix
-    prefix = packet_prompt_prefix(resolve_lenses(config), threat_model_text(tx, audit.audit_id))
+    prefix = review_prefix(tx, audit, config)
     return _review(ws, tx, audit, budget, limit, prefix), prefix
+
+
+def review_prefix(tx: Tx, audit: AuditRow, config: SessionConfig) -> str:
+    """The leading block every review packet of the audit shares now."""
+    return packet_prompt_prefix(resolve_lenses(config), threat_model_text(tx, audit.audit_id))
+
+
+def pack_review(
+    ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, budget: int, limit: int
+) -> list[PacketPlan]:
+    """The review packets of the next review run as dispatch would pack them now, whatever kind comes first
+    (a forecast of the whole audit packs them before the context pass is done); no prompt is written."""
+    return _review(ws, tx, audit, budget, limit, review_prefix(tx, audit, config)).plans
 
 
 def _review(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, prefix: str) -> Packed:
@@ -143,8 +157,18 @@ def _context(ws: Workspace, tx: Tx, audit: AuditRow, budget: int) -> Packed:
         cell = next(iter(queue))
     finally:
         queue.close()
-    overview = overview_for(ws, tx, audit.audit_id, budget)
+    earlier = earlier_model_section(tx, audit.audit_id, cell)
+    render = _context_render(ws, cell, overview_for(ws, tx, audit.audit_id, budget), earlier)
+    return Packed(CellKind.CONTEXT.value, [context_plan(cell, sample_tokens(render, ws))], [render], [_no_leads])
 
+
+def context_packet_tokens(ws: Workspace, cell: Cell, overview: Overview) -> int:
+    """The first context packet's estimated tokens for ``overview`` (no earlier threat model to refresh), as
+    dispatch counts them."""
+    return context_plan(cell, sample_tokens(_context_render(ws, cell, overview, ""), ws)).estimated_tokens
+
+
+def _context_render(ws: Workspace, cell: Cell, overview: Overview, earlier: str) -> Render:
     def render(run_id: str, packet_id: str, results_path: Path, command: tuple[str, ...]) -> tuple[str, list[Lead]]:
         text = render_context_prompt(
             run_id=run_id,
@@ -160,9 +184,13 @@ def _context(ws: Workspace, tx: Tx, audit: AuditRow, budget: int) -> Packed:
         )
         return text, []
 
-    earlier = earlier_model_section(tx, audit.audit_id, cell)
+    return render
+
+
+def sample_tokens(render: Render, ws: Workspace) -> int:
+    """A prompt's estimated tokens, rendered with stand-in ids before its run exists."""
     sample, _ = render("R", "P", ws.artifacts_dir, ("audit-mcp",))
-    return Packed(CellKind.CONTEXT.value, [context_plan(cell, estimate_tokens(sample))], [render], [_no_leads])
+    return estimate_tokens(sample)
 
 
 def _verify(ws: Workspace, tx: Tx, audit: AuditRow, budget: int, limit: int, prefix: str) -> Packed:

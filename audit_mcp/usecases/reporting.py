@@ -25,6 +25,9 @@ from audit_mcp.findings.synthesis import Finding
 from audit_mcp.findings.synthesis import synthesize as synthesize_findings
 from audit_mcp.store.records import AuditRow, Cell, CellKind, CellState, FileRow
 from audit_mcp.store.tx import Tx
+from audit_mcp.usecases.audit_forecast import FORECAST_ACTION
+from audit_mcp.usecases.forecast_sums import UNKNOWN_MODEL
+from audit_mcp.usecases.usage import used
 from audit_mcp.usecases.verifying import judged_same
 from audit_mcp.usecases.workspace import Workspace
 
@@ -45,6 +48,7 @@ def build_report_input(ws: Workspace, *, final: bool = False, audit_id: int | No
     report synthesis writes) or the audit is already synthesized. ``audit_id``: an earlier audit's (default:
     the current one)."""
     ws.require_state()
+    config = ws.config()
     with ws.store.read() as tx:
         audit = ws.require_audit(tx) if audit_id is None else _audit_numbered(ws, tx, audit_id)
         scripted = tx.ledger_details(audit.audit_id, SCRIPTED_REVIEWER)
@@ -62,7 +66,7 @@ def build_report_input(ws: Workspace, *, final: bool = False, audit_id: int | No
         by_kind = tx.cell_counts_by_kind(audit.audit_id)
         baseline_opinions = tx.finding_verdicts(baseline.audit_id) if baseline else []
         resolutions = tx.resolutions(audit.audit_id)
-    config = ws.config()
+        spent = used(tx, audit.audit_id, config, _model(tx, audit.audit_id, audit.host_caps))
     merged = synthesize_findings(raw, same=judged_same(opinions))
     comparison = None
     if baseline is not None:
@@ -110,7 +114,17 @@ def build_report_input(ws: Workspace, *, final: bool = False, audit_id: int | No
             verify_severity=config.verify_severity,
             coverage_by_kind=by_kind,
         ),
+        usage=spent,
     )
+
+
+def _model(tx: Tx, audit_id: int, host_caps: dict[str, Any]) -> str | None:
+    """The reviewers' model the audit's usage is priced at: the one its first forecast planned for, else the
+    one its host named."""
+    forecasts = tx.ledger_data(audit_id, FORECAST_ACTION)
+    model = forecasts[0].get("model") if forecasts else None
+    named = host_caps.get("model")
+    return str(model) if model and model != UNKNOWN_MODEL else (str(named) if named else None)
 
 
 def _empty_reason(files: Sequence[FileRow]) -> str:

@@ -31,11 +31,13 @@ from audit_mcp.findings.report import ReportInput
 from audit_mcp.scheduling.worker_output import WorkerReport
 from audit_mcp.usecases import (
     abandoning,
+    audit_forecast,
     cleaning,
     completing,
     deferred,
     explaining,
     handoff,
+    ledger_log,
     merging,
     next_step,
     plan_status,
@@ -159,6 +161,14 @@ class AuditService(Workspace):
     def quota(self, host_model: str | None = None, provider: str | None = None) -> QuotaStatus:
         return quota.quota_view(self, host_model, provider)
 
+    def audit_forecast(self) -> dict[str, Any]:
+        """The whole audit's forecast of what remains, for the host the audit remembers."""
+        return audit_forecast.for_remembered_host(self)
+
+    def record_worker(self, run_id: str, packet_id: str, **entry: Any) -> None:
+        """A headless worker's life, in the ledger (``ledger_log.record_worker`` names the fields)."""
+        ledger_log.record_worker(self, run_id, packet_id, **entry)
+
     def status(self) -> StatusView:
         return status.status_view(self)
 
@@ -188,6 +198,11 @@ class AuditService(Workspace):
     def packet_ids(self, run_id: str) -> set[str]:
         with self.store.read() as tx:
             return {p.packet_id for p in tx.packets(run_id)}
+
+    def known_packets(self, packet_ids: Sequence[str]) -> list[str]:
+        """Those of ``packet_ids`` that a run of this audit's store holds, in the order given."""
+        with self.store_if_any() as tx:
+            return [p for p in packet_ids if tx is not None and tx.packet(p) is not None]
 
     def submitted_packets(self, run_id: str) -> set[str]:
         with self.store_if_any() as tx:

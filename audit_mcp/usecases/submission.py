@@ -190,6 +190,11 @@ def submit_packet(
                     f"{f'; ingested from file {origin}' if origin else ''}"
                     f"{' (replaced an earlier submission)' if replaced else ''}",
                     outcome="accepted",
+                    data={
+                        "run_id": run_id,
+                        "packet_id": packet_id,
+                        **({"usage": outcome.usage} if outcome.usage else {}),
+                    },
                 )
         if replaced:
             warnings.append(Problem(location="/", message="this submission replaced the packet's earlier accepted one"))
