@@ -52,10 +52,10 @@ from audit_mcp.usecases import (
     status,
     submission,
 )
-from audit_mcp.usecases.workspace import Workspace
+from audit_mcp.usecases.surface_reads import SurfaceReads
 
 
-class AuditService(Workspace):
+class AuditService(SurfaceReads):
     """One repository's audit: the engine behind the MCP tools and the CLI verbs."""
 
     def next_step(
@@ -189,24 +189,6 @@ class AuditService(Workspace):
 
     def coverage(self) -> dict[str, Any]:
         return reporting.coverage(self)
-
-    # small reads for the surfaces ---------------------------------------------------
-    def has_run(self, run_id: str) -> bool:
-        with self.store_if_any() as tx:
-            return tx is not None and tx.run(run_id, plan=False) is not None
-
-    def packet_ids(self, run_id: str) -> set[str]:
-        with self.store.read() as tx:
-            return {p.packet_id for p in tx.packets(run_id)}
-
-    def known_packets(self, packet_ids: Sequence[str]) -> list[str]:
-        """Those of ``packet_ids`` that a run of this audit's store holds, in the order given."""
-        with self.store_if_any() as tx:
-            return [p for p in packet_ids if tx is not None and tx.packet(p) is not None]
-
-    def submitted_packets(self, run_id: str) -> set[str]:
-        with self.store_if_any() as tx:
-            return set(tx.submitted_packet_ids(run_id)) if tx is not None else set()
 
     def complete(self, kind: str, prefix: str, run_id: str | None = None) -> tuple[list[str], bool]:
         """Run, packet or task ids starting with ``prefix`` (at most 100), and whether more match."""
