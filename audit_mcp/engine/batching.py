@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
-from audit_mcp.engine.packet_ties import MAX_FILES_PER_PACKET
+from audit_mcp.engine.packet_ties import MAX_FILES_PER_PACKET, MAX_TASKS_PER_PACKET
 from audit_mcp.engine.packets import (
-    MAX_TASKS_PER_PACKET,
     TOKENS_PER_TASK,
     Placed,
     Queued,
