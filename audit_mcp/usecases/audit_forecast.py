@@ -192,6 +192,7 @@ def before_any(
     packets built in memory; nothing is written."""
     # Loaded here only: a forecast before any audit reads the repository and packs it, as the first step would.
     from audit_mcp.engine.batching import fill_estimate, head_of_queue
+    from audit_mcp.engine.codemap.packet_map import map_tokens
     from audit_mcp.engine.coverage import build_cells, build_matrix
     from audit_mcp.engine.intake import build_manifest
     from audit_mcp.engine.lenses import resolve_lenses
@@ -216,7 +217,8 @@ def before_any(
         tokens: tuple[int, ...] = (context_packet_tokens(ws, context_row(state, reason), overview),)
         context = Obligation("context", tokens, 1, how="as dispatch packs it")
     threat = threat_model_block(None, reason or UNANSWERED)
-    prefix = estimate_tokens(packet_prompt_prefix(resolve_lenses(config), threat))
+    # As dispatch counts it: the shared prefix, and room for the packet's own part of the code map.
+    prefix = estimate_tokens(packet_prompt_prefix(resolve_lenses(config), threat)) + map_tokens(budget)
     room = max(1, budget - prefix)
     filled = fill_estimate(counted, by_path, room=room)
     estimated = len(filled) > limit
@@ -226,7 +228,7 @@ def before_any(
         units = group_cells(build_cells(files, config))
         head = head_of_queue(units, by_path, packets=limit, room=room)
         paths = {u.path for u in head}
-        edges = [(a, b) for a, b in manifest.edges if a in paths and b in paths]
+        edges = [(e.src, e.dst, e.weight) for e in manifest.code_map.edges if e.src in paths and e.dst in paths]
         plans = pack_units(head, by_path, edges, budget=budget, prefix_tokens=prefix, limit=limit)
         tokens = tuple(p.estimated_tokens for p in plans)
     review = Obligation("review", tokens, cells, estimated=estimated, how=_review_how(estimated, budget))
