@@ -1,5 +1,5 @@
-"""The README's "Coming from audit-code" section names only verbs and flags that exist, and the original's
-spellings that are kept still work."""
+"""The "Coming from audit-code" page names only verbs and flags that exist, the command-line page lists every
+verb, and the original's spellings that are kept still work."""
 
 from __future__ import annotations
 
@@ -14,13 +14,11 @@ from audit_mcp.surfaces.cli import build_parser
 from tests.conftest import ScriptedReviewer
 from tests.driving import cli
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
 def _section() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Coming from audit-code")
-    return text[start : text.index("\n## ", start + 1)]
+    return (DOCS / "coming-from-audit-code.md").read_text(encoding="utf-8")
 
 
 def _verbs() -> dict[str, argparse.ArgumentParser]:
@@ -45,8 +43,8 @@ def test_every_verb_and_flag_the_mapping_names_exists() -> None:
     known = {opt for p in verbs.values() for action in p._actions for opt in action.option_strings}
     assert flags and flags <= known, flags - known
     every_verb = set(verbs)
-    listed = set(re.findall(r"^- `audit-mcp ([a-z-]+)", README.read_text(encoding="utf-8"), re.M))
-    assert every_verb <= listed, f"verbs the README's CLI list misses: {every_verb - listed}"
+    listed = set(re.findall(r"^- `audit-mcp ([a-z-]+)", (DOCS / "command-line.md").read_text(encoding="utf-8"), re.M))
+    assert every_verb <= listed, f"verbs docs/command-line.md misses: {every_verb - listed}"
 
 
 def test_the_originals_batch_results_spelling_ingests_a_folder(

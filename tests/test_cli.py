@@ -137,6 +137,7 @@ def test_every_verb_has_help() -> None:
         "quota",
         "status",
         "report",
+        "ledger",
         "demo",
         "run",
         "ingest-results",
@@ -151,7 +152,7 @@ def test_every_verb_has_help() -> None:
         "store",
         "runtime-evidence",
     }
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "command-line.md").read_text()
     for verb in verbs:
         assert sub.choices[verb].format_help()  # type: ignore[index]
-        assert f"audit-mcp {verb}" in readme, f"README does not document `audit-mcp {verb}`"
+        assert f"audit-mcp {verb}" in guide, f"docs/command-line.md does not document `audit-mcp {verb}`"

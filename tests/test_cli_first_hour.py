@@ -100,9 +100,9 @@ def test_usage_errors_exit_64_never_2(argv: list[str], capsys: pytest.CaptureFix
     assert "usage: audit-mcp" in capsys.readouterr().err
 
 
-def test_the_exit_codes_are_documented_in_the_readme_and_the_help() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    table = readme.split("### Exit codes", 1)[1].split("\n## ", 1)[0]
+def test_the_exit_codes_are_documented_in_the_guide_and_the_help() -> None:
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "command-line.md").read_text()
+    table = guide.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     documented = {int(code) for code in re.findall(r"^\| `(\d+)` \|", table, re.M)}
     codes = {v for k, v in vars(exits).items() if k.startswith("EXIT_")}
     assert documented == codes

@@ -10,6 +10,7 @@ import pytest
 
 from audit_mcp.findings.comparison import compare
 from audit_mcp.findings.synthesis import synthesize
+from audit_mcp.store.records import Resolution
 from audit_mcp.surfaces.cli import main
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer, git
@@ -108,9 +109,19 @@ def _raw(file: str, lens: str, evidence: str) -> dict[str, Any]:
     }
 
 
-def test_a_finding_whose_place_was_not_reviewed_again_is_not_called_resolved() -> None:
-    previous = synthesize([_raw("a.py", "security", "x = 1 + 1"), _raw("b.py", "security", "y = 2 + 2")])
+def test_a_finding_is_resolved_only_for_a_reason_and_never_because_nobody_reported_it_again() -> None:
+    previous = synthesize(
+        [
+            _raw("a.py", "security", "x = 1 + 1"),
+            _raw("b.py", "security", "y = 2 + 2"),
+            _raw("c.py", "security", "z = 3"),
+        ]
+    )
     current = synthesize([])
-    c = compare(current, previous, 1, reviewed={("a.py", "security"), ("b.py", "performance")})
-    assert [f.file for f in c.resolved] == ["a.py"]
-    assert [f.file for f in c.not_rechecked] == ["b.py"]
+    gone = next(f for f in previous.findings if f.file == "a.py")
+    record = Resolution(gone.fingerprint, "lines_gone", {"packet_id": "A2-R1-000000-P01"})
+    c = compare(current, previous, 1, {gone.fingerprint: record}, present={"a.py", "b.py"})
+    assert sorted(f.file for f in c.resolved) == ["a.py", "c.py"]
+    assert [f.file for f in c.not_rechecked] == ["b.py"]  # silence resolves nothing
+    assert c.why[gone.fingerprint].startswith("its lines are gone")
+    assert "its file c.py is gone" in c.why.values()

@@ -235,6 +235,9 @@ def test_run_since_a_ref_reviews_only_the_files_changed_since_it(repo: Path, tmp
     db = repo / "app" / "db.py"
     db.write_text(db.read_text() + "\n# touched\n")
     proc = headless(repo, tmp_path / "state", "--since", "HEAD")
-    assert proc.returncode == 0, proc.stderr
-    plan = json.loads((repo / f".audit-mcp/runs/{run_id(repo, 1, 1)}/dispatch-plan.json").read_text())
+    # Partial: with no earlier audit to carry, the files unchanged since HEAD were reviewed by nobody.
+    assert proc.returncode == 3, proc.stderr
+    context = json.loads((repo / f".audit-mcp/runs/{run_id(repo, 1, 1)}/dispatch-plan.json").read_text())
+    assert context["packet_kind"] == "context"  # the threat model reads the whole repository first
+    plan = json.loads((repo / f".audit-mcp/runs/{run_id(repo, 1, 2)}/dispatch-plan.json").read_text())
     assert {t["file"] for p in plan["packets"] for t in p["tasks"]} == {"app/db.py"}

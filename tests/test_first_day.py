@@ -19,6 +19,7 @@ from audit_mcp.surfaces.server import build_server
 from audit_mcp.usecases.service import AuditService
 from tests.driving import cli, finish, opinions, past_context_json
 from tests.test_headless import TEMPLATE
+from tests.workflows import workflow_steps
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -103,44 +104,6 @@ def test_every_command_a_step_prompt_prints_works_as_pasted(
     assert json.loads(done.stdout)["packets_failed"] == len(step["packet_ids"])
 
 
-def _workflow_steps() -> list[tuple[str, dict[str, str], str]]:
-    """The workflow's shell steps in order: (name, env, script), from the shipped file."""
-    lines = (PROJECT / "docs" / "github-actions-audit.yml").read_text().splitlines()
-    steps: list[tuple[str, dict[str, str], str]] = []
-    current: dict[str, object] = {}
-    i = 0
-    while i < len(lines):
-        text = lines[i].strip()
-        if text.startswith("- "):
-            if current.get("run"):
-                steps.append((str(current.get("name", "")), dict(current["env"]), str(current["run"])))  # type: ignore[call-overload]
-            current = {"env": {}}
-            text = text[2:]
-        key, _, value = text.partition(":")
-        if key == "name":
-            current["name"] = value.strip()
-        elif key == "env":
-            indent = len(lines[i]) - len(lines[i].lstrip())
-            while i + 1 < len(lines) and len(lines[i + 1]) - len(lines[i + 1].lstrip()) > indent:
-                i += 1
-                k, _, v = lines[i].strip().partition(":")
-                current["env"][k] = v.strip()  # type: ignore[index]
-        elif key == "run":
-            if value.strip() == "|":
-                indent = len(lines[i]) - len(lines[i].lstrip())
-                body = []
-                while i + 1 < len(lines) and len(lines[i + 1]) - len(lines[i + 1].lstrip()) > indent:
-                    i += 1
-                    body.append(lines[i].strip())
-                current["run"] = "\n".join(body)
-            else:
-                current["run"] = value.strip()
-        i += 1
-    if current.get("run"):
-        steps.append((str(current.get("name", "")), dict(current["env"]), str(current["run"])))  # type: ignore[call-overload]
-    return steps
-
-
 @pytest.mark.parametrize("ending", ["partial", "blocked"])
 def test_the_actions_example_uploads_sarif_after_a_partial_or_blocked_run(
     repo: Path, tmp_path: Path, ending: str
@@ -155,7 +118,7 @@ def test_the_actions_example_uploads_sarif_after_a_partial_or_blocked_run(
         env["SCRIPTED_WORKER_AUTH"] = "1"
     (tmp_path / "workers").mkdir()
     ran = []
-    for name, step_env, script in _workflow_steps():
+    for name, step_env, script in workflow_steps(PROJECT / "docs" / "github-actions-audit.yml"):
         if name.startswith("Install") or script.strip() == "exit 1":
             continue
         script = script.replace("${{ runner.temp }}", str(temp))
@@ -200,3 +163,87 @@ def test_reports_keep_their_history_through_abandon_and_report_audit_n(
     code, _ = cli(capsys, "report", "--root", root, "--audit", "7")
     assert code != 0
     del err
+
+
+@pytest.mark.anyio
+async def test_every_mcp_error_says_what_was_wrong_and_what_to_do(repo: Path) -> None:
+    from mcp import MCPError
+
+    async with Client(build_server(repo)) as client:
+        wide = await client.call_tool(
+            "next_step", {"host_can_dispatch_subagents": True, "host_max_active_subagents": 100}
+        )
+        assert wide.is_error
+        text = wide.content[0].text  # type: ignore[union-attr]
+        assert "`host_max_active_subagents` is 100; it must be at most 64" in text and "Call next_step again" in text
+        assert "pydantic" not in text and "https://" not in text
+        kind = await client.call_tool("next_step", {"host_can_dispatch_subagents": "sometimes"})
+        assert "`host_can_dispatch_subagents` is 'sometimes'; give true or false" in kind.content[0].text  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as nothing:
+            await client.read_resource("audit://report")
+        assert "call next_step there first" in str(nothing.value) and "Internal" not in str(nothing.value)
+        assert not (await client.call_tool("next_step", {"host_can_dispatch_subagents": True})).is_error
+        with pytest.raises(MCPError) as unknown:
+            await client.get_prompt("reproduce_finding", {"finding": "F999"})
+        assert "Internal" not in str(unknown.value) and "F999" in str(unknown.value)
+        with pytest.raises(MCPError) as missing:
+            await client.get_prompt("reproduce_finding", {})
+        assert "`finding` (required)" in str(missing.value) and "Internal" not in str(missing.value)
+        with pytest.raises(MCPError) as plan:
+            await client.read_resource("audit://runs/A9-R9-000000/dispatch-plan")
+        assert "A9-R9-000000" in str(plan.value) and "Internal" not in str(plan.value)
+
+
+MODEL_VISIBLE_LIMIT = 15_000
+
+
+@pytest.mark.anyio
+async def test_what_a_host_reads_of_the_tools_is_lean_dedented_and_its_examples_are_real(repo: Path) -> None:
+    async with Client(build_server(repo)) as client:
+        tools = (await client.list_tools()).tools
+        step = await client.call_tool("next_step", {"host_can_dispatch_subagents": True})
+    visible = sum(len(t.name) + len(t.description or "") + len(json.dumps(t.input_schema)) for t in tools)
+    assert visible <= MODEL_VISIBLE_LIMIT, f"the model-visible tool list is {visible} characters"
+    for tool in tools:
+        assert not any(line.startswith(" ") for line in (tool.description or "").splitlines()), tool.name
+        assert "$ref" not in json.dumps(tool.input_schema) or "$defs" in tool.input_schema, tool.name
+    run_id = step.structured_content["run_id"]  # type: ignore[index]
+    described = {t.name: t.input_schema for t in tools}["submit_packet"]["properties"]
+    example_run = re.search(r"e\.g\. (\S+)\)", described["run_id"]["description"]).group(1)  # type: ignore[union-attr]
+    example_packet = re.search(r"e\.g\. (\S+)\)", described["packet_id"]["description"]).group(1)  # type: ignore[union-attr]
+    shape = re.compile(r"A\d+-R\d+-[0-9a-f]{6}")
+    assert shape.fullmatch(run_id) and shape.fullmatch(example_run)
+    assert re.fullmatch(r"A\d+-R\d+-[0-9a-f]{6}-P\d+", example_packet)
+
+
+def test_explain_task_file_lists_a_files_tasks_with_their_state(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(repo)
+    code, step = cli(capsys, "next-step", "--root", root, *NEXT)
+    past_context_json(repo, step)
+    code, listed = cli(capsys, "explain-task", "--root", root, "--file", "app/db.py")
+    assert code == 0 and listed["file"] == "app/db.py" and listed["scope"] == "review"
+    assert listed["tasks"] and {t["state"] for t in listed["tasks"]} <= {"assigned", "pending"}
+    assert sum(listed["by_state"].values()) == len(listed["tasks"])
+    code, _ = cli(capsys, "explain-task", "--root", root, "--file", "./app/db.py")
+    assert code == 0
+    code, skipped = cli(capsys, "explain-task", "--root", root, "--file", "README.md")
+    assert code == 0 and skipped["scope"] == "skipped" and skipped["tasks"] == []
+    assert main(["explain-task", "--root", root, "--file", "nowhere.py"]) == exits.EXIT_ERROR
+    assert "not in audit 1's manifest" in capsys.readouterr().err
+    assert main(["explain-task", "--root", root]) == exits.EXIT_USAGE
+
+
+@pytest.mark.anyio
+async def test_a_copied_artifacts_folder_never_makes_two_roots_share_a_run_id(repo: Path, tmp_path: Path) -> None:
+    import shutil
+
+    first = AuditService(repo).next_step({"can_dispatch_subagents": True})
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)  # with its .audit-mcp, mid-run
+    async with Client(build_server(repo, allowed_roots=[copy])) as client:
+        mine = await client.call_tool("next_step", {"root": str(repo)})
+        theirs = await client.call_tool("next_step", {"root": str(copy), "host_can_dispatch_subagents": True})
+    a, b = mine.structured_content, theirs.structured_content
+    assert a is not None and b is not None and a["run_id"] == first.run_id
+    assert b["run_id"] != a["run_id"] and b["run_id"].split("-")[2] != a["run_id"].split("-")[2]
+    assert any("copied or moved here" in n for n in b["notices"])

@@ -44,7 +44,9 @@ def test_the_forecast_before_dispatch_is_the_plan_dispatched(
     assert status["forecast"]["next_run_waves"] == plan["waves"]
     assert status["forecast"]["estimated_input_tokens"] == plan["schedule"]["forecast"]["estimated_input_tokens"]
     assert status["forecast"]["estimated_tokens"] == plan["estimated_total_tokens"]
-    assert step["forecast"] == plan["schedule"]["forecast"]
+    # The run's forecast, and with the first dispatch the whole audit's beside it.
+    assert {k: v for k, v in step["forecast"].items() if k != "audit"} == plan["schedule"]["forecast"]
+    assert step["forecast"]["audit"]["obligations"]["review"]["in_open_run"] == len(plan["packets"])
     prompt = Path(check["prompt_path"]).read_text()
     # The prompt states the run in the host's own terms: a queue kept N wide, or waves.
     if plan["schedule"]["dispatch_mode"] == "rolling":

@@ -82,7 +82,7 @@ async def test_an_idle_session_is_closed_after_the_timeout_and_its_slot_is_free_
 def test_serve_documents_its_idle_timeout_and_session_cap() -> None:
     args = build_parser().parse_args(["serve", "--http"])
     assert args.session_idle_timeout == SESSION_IDLE_SECONDS == 600 and args.max_sessions == MAX_SESSIONS
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert "--session-idle-timeout" in readme and "--max-sessions" in readme
+    hosts = (Path(__file__).resolve().parent.parent / "docs" / "hosts.md").read_text()
+    assert "--session-idle-timeout" in hosts and "--max-sessions" in hosts
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--session-idle-timeout", "0"])

@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from audit_mcp.core.models import Step
 from audit_mcp.usecases.service import AuditService
 from tests.conftest import ScriptedReviewer, git
-from tests.driving import finish, first_review
+from tests.driving import finish, first_review, past_context
 
 CAPS = {"can_dispatch_subagents": True}
 
@@ -47,6 +48,9 @@ def test_a_new_audit_reviews_only_changed_files_and_keeps_the_rest_with_their_fi
     assert proc.returncode == 0, proc.stderr
     step = json.loads(proc.stdout)
     assert step["step_kind"] == "dispatch_review" and step["run_id"].startswith("A2-")
+    if _plan(step["artifact_paths"]["plan"]).get("packet_kind") == "context":
+        # The threat model names the root: a changed file refreshes it before the review.
+        step = json.loads(past_context(service, Step.model_validate(step)).model_dump_json())
     assert _files(_plan(step["artifact_paths"]["plan"])) == {"app/cache.py"}
     _finish(service, reviewer, step["artifact_paths"]["plan"])
     final = service.next_step()
@@ -54,10 +58,13 @@ def test_a_new_audit_reviews_only_changed_files_and_keeps_the_rest_with_their_fi
     report = json.loads(service.report("json"))
     titles = {f["title"] for f in report["findings"]}
     assert {i["title"] for i in answer_key["issues"]} <= titles
-    assert "carried forward from audit 1" in service.status().model_dump_json()
+    status = service.status().model_dump_json()
+    assert "cell(s) carried forward (" in status and "from audit 1)" in status
 
 
 def test_since_a_git_ref_audits_only_what_changed_after_it(repo: Path, reviewer: ScriptedReviewer) -> None:
+    """With no earlier review to carry, what did not change since the ref is left out, each cell named, and the
+    audit says it is partial: a since audit proves only what it reviewed."""
     (repo / "app" / "db.py").write_text((repo / "app" / "db.py").read_text() + "\n# reviewed again\n")
     git(repo, "commit", "-qam", "change db")
     (repo / "app" / "new_module.py").write_text("def added():\n    return 42\n")
@@ -67,9 +74,10 @@ def test_since_a_git_ref_audits_only_what_changed_after_it(repo: Path, reviewer:
     assert step.step_kind == "dispatch_review"
     assert _files(_plan(step.artifact_paths["plan"])) == {"app/db.py", "app/new_module.py"}
     _finish(service, reviewer, step.artifact_paths["plan"])
-    assert finish(service).step_kind == "present_report"
+    final = finish(service)
+    assert final.step_kind == "present_report" and final.completeness == "partial"
     report = service.report()
-    assert "`app/auth.py`: unchanged since HEAD~1" in report
+    assert "`app/auth.py` lines" in report and "unchanged since HEAD~1 and never reviewed by an earlier audit" in report
 
 
 def test_a_since_that_git_does_not_know_blocks_with_the_fix(repo: Path) -> None:
@@ -99,4 +107,7 @@ def test_next_step_since_on_the_command_line_narrows_a_new_audit(repo: Path) -> 
     )
     assert proc.returncode == 0, proc.stderr
     step = json.loads(proc.stdout)
+    # The whole repository is the context a since audit is reviewed in: its threat model comes first.
+    assert _plan(step["artifact_paths"]["plan"])["packet_kind"] == "context"
+    step = json.loads(past_context(AuditService(repo), Step.model_validate(step)).model_dump_json())
     assert _files(_plan(step["artifact_paths"]["plan"])) == {"web/api.js"}

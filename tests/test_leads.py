@@ -156,7 +156,7 @@ def test_a_missing_analyzer_file_blocks_the_audit_with_a_fixable_message(repo: P
 
 
 def test_verdicts_must_name_a_carried_lead_of_the_task_file_with_a_known_verdict(
-    repo: Path, reviewer: ScriptedReviewer
+    repo: Path, reviewer: ScriptedReviewer, tmp_path: Path
 ) -> None:
     service = AuditService(repo)
     step = first_review(service, {"can_dispatch_subagents": True}, analyzer_sarif=[BANDIT_SARIF])
@@ -172,8 +172,11 @@ def test_verdicts_must_name_a_carried_lead_of_the_task_file_with_a_known_verdict
     assert not receipt.accepted
     assert "/leads/0/verdict: verdict 'maybe' is not one of confirmed, refuted" in messages
     assert "/leads/1/lead_id: lead 'L999' is not carried by packet" in messages
+    service.next_step({}, analyzer_sarif=[BANDIT_SARIF])  # what the audit started with: a resumed call repeats it
+    other = tmp_path / "other.sarif"
+    other.write_bytes(BANDIT_SARIF.read_bytes())
     with pytest.raises(ConfigError, match="read when an audit starts"):
-        service.next_step({}, analyzer_sarif=[BANDIT_SARIF])
+        service.next_step({}, analyzer_sarif=[other])
 
 
 def test_sarif_locations_map_to_repo_paths_and_foreign_places_are_dropped(tmp_path: Path) -> None:

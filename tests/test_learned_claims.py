@@ -235,6 +235,7 @@ def test_a_headers_file_a_headless_worker_echoes_neither_stops_its_audit_nor_slo
         ["git", "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "headers"], cwd=hostile, check=True
     )
     quota = AuditService(victim).quota(host_model=MODEL)
+    whole_before = quota.forecast.pop("audit")
     before = (quota.forecast, quota.limits, quota.schedule["cooldown_until"])
     state = tmp_path / "worker-state"
     state.mkdir()
@@ -252,5 +253,9 @@ def test_a_headers_file_a_headless_worker_echoes_neither_stops_its_audit_nor_slo
     assert waits and all(0 < w <= MAX_UNCORROBORATED_WAIT for w in waits), waits
     assert "604800" in result.failures[f"{run_id(hostile)}-P01"]
     quota = AuditService(victim).quota(host_model=MODEL)
+    # The whole audit it would start: clean runs elsewhere may only speed it up, never slow it.
+    whole = quota.forecast.pop("audit")
+    assert isinstance(whole, dict) and isinstance(whole_before, dict)
+    assert whole["seconds_high"] <= whole_before["seconds_high"] and whole["packets"] == whole_before["packets"]
     assert (quota.forecast, quota.limits, quota.schedule["cooldown_until"]) == before
     assert "about 3125" not in json.dumps(quota.forecast)

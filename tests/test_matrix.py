@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from audit_mcp.core.config import LensRule, SessionConfig
 from audit_mcp.engine.coverage import build_cells
-from audit_mcp.engine.imports import import_edges
 from audit_mcp.usecases.service import AuditService
 from tests.driving import first_review
 
@@ -48,110 +45,3 @@ def test_the_stored_matrix_matches_build_cells_with_lens_rules_and_chunks(repo: 
     ]
     assert {lens for (p, *_, lens, _) in expected.values() if p.startswith("web/")} == {"security"}
     assert [lens for (p, *_, lens, _) in expected.values() if p == "app/db.py"] == ["performance", "security"]
-
-
-def test_python_imports_in_every_form_become_edges() -> None:
-    known = {"pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/sub/c.py", "pkg/sub/__init__.py", "util.py", "d.py"}
-    text = (
-        "import util, d\n"
-        "from . import a\n"
-        "    from .sub import c  # indented, inside a function\n"
-        "from pkg.b import (thing,\n    other)\n"
-        "x = 'from nowhere import this'\n"
-    )
-    assert import_edges("pkg/main.py", "python", text, known) == {
-        "util.py",
-        "d.py",
-        "pkg/__init__.py",
-        "pkg/a.py",
-        "pkg/sub/c.py",
-        "pkg/sub/__init__.py",
-        "pkg/b.py",
-    }
-    assert import_edges("pkg/main.py", "python", "print('no imports')\n", known) == set()
-
-
-def test_the_string_scan_reads_only_lines_that_can_import() -> None:
-    known = {"pkg/a.py", "pkg/b.py", "pkg/c.py", "tabbed.py", "last.py"}
-    text = (
-        "\t\timport tabbed\n"
-        "doc = 'import pkg.c'  # not at the start of a line\n"
-        "fromage import pkg.c\n"
-        "importer = 1\n"
-        "from pkg import a, b\r\n"
-        "from pkg.c\n"  # a from without import: nothing
-        "import last"  # the last line, without a newline
-    )
-    assert import_edges("main.py", "python", text, known) == {"tabbed.py", "pkg/a.py", "pkg/b.py", "last.py"}
-
-
-@pytest.mark.parametrize("between", [0, 1, 40, 2_000], ids=["together", "one-apart", "apart", "far-apart"])
-def test_import_lines_read_the_same_together_or_spread_through_a_long_file(between: int) -> None:
-    known = {"pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/sub/c.py", "util.py", "d.py", "last.py"}
-    lines = [
-        "import util, d",
-        "x = 'import pkg.b'  # the word, but not an import",
-        "from . import a",
-        "    from .sub import c as see  # indented, inside a function",
-        "from ..pkg.b import (thing,",
-        "import last",
-    ]
-    filler = ["value = compute(value) + 1  # ordinary code"] * between
-    text = "\n".join(part for line in lines for part in (*filler, line))
-    assert import_edges("pkg/main.py", "python", text, known) == {
-        "util.py",
-        "d.py",
-        "pkg/a.py",
-        "pkg/sub/c.py",
-        "pkg/__init__.py",
-        "pkg/b.py",
-        "last.py",
-    }
-
-
-def test_javascript_imports_across_lines_and_requires_become_edges() -> None:
-    known = {"web/a.js", "web/b.ts", "web/lib/index.js", "web/c.mjs", "web/d.js", "web/e.js"}
-    text = (
-        'import {\n  one,\n  two,\n} from "./a";\n'
-        "const b = require('./b.js');\n"
-        "export * from './lib';\n"
-        'const c = await import("./c.mjs");\n'
-        "// reimport: import './d'\n"
-        'const skipped = "require" + "(./e)";\n'
-        'import x from "left-pad";\n'
-    )
-    assert import_edges("web/main.js", "javascript", text, known) == {
-        "web/a.js",
-        "web/b.ts",
-        "web/lib/index.js",
-        "web/c.mjs",
-        "web/d.js",
-    }
-
-
-def test_a_python_import_resolves_to_the_module_python_would_prefer() -> None:
-    # A module beats a package of the same name, and either beats the same under src/.
-    known = {
-        "a.py",
-        "a/__init__.py",
-        "src/a.py",
-        "b/__init__.py",
-        "src/b.py",
-        "src/c/__init__.py",
-        "src/d.py",
-        "src/d/__init__.py",
-        "src/__init__.py",
-        "__init__.py",
-        "e/f.py",
-        "src/e/f.py",
-    }
-    text = "import a, b, c, d, src, e.f, missing\nfrom e import f\nfrom src import d\n"
-    assert import_edges("main.py", "python", text, known) == {
-        "a.py",
-        "b/__init__.py",
-        "src/c/__init__.py",
-        "src/d.py",
-        "src/__init__.py",
-        "e/f.py",
-    }
-    assert import_edges("a.py", "python", "import a\n", known) == set()  # never an edge to itself

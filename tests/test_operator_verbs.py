@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from audit_mcp.surfaces.cli import main
+from audit_mcp.usecases import cleaning
 from tests.conftest import ScriptedReviewer
 from tests.driving import cli, past_context_json, run_id
 
@@ -242,13 +243,31 @@ def _age(path: Path, seconds: float) -> None:
     os.utime(path, (moment, moment))
 
 
-def test_cleanup_removes_finished_runs_files_and_orphans_and_never_the_state_or_report(
+def test_cleanup_leaves_a_run_that_finished_minutes_ago_as_it_is(
     repo: Path, reviewer: ScriptedReviewer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _start(repo, capsys)
+    _finish(repo, reviewer, capsys, tmp_path / "answers")
+    code, dry = cli(capsys, "cleanup", "--root", str(repo), "--dry-run")
+    first = run_id(repo)
+    assert code == 0 and first in dry["too_recent"]
+    assert not any(path.startswith(f"runs/{first}/") for path in dry["removed"])
+    assert "finished less than 10 minutes ago" in dry["next_action"]
+
+
+def test_cleanup_removes_finished_runs_files_and_orphans_and_never_the_state_or_report(
+    repo: Path,
+    reviewer: ScriptedReviewer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     root = str(repo)
     art = repo / ".audit-mcp"
     _start(repo, capsys)
     _finish(repo, reviewer, capsys, tmp_path / "answers")
+    # As if ten minutes had passed since the runs finished (files get their age from utime below).
+    monkeypatch.setattr(cleaning, "_finished_before", lambda _run, _now: True)
     _, before = cli(capsys, "report", "--root", root, "--format", "json")
     orphan_tmp, fresh_tmp = art / "steps" / ".current-step.json.x1.tmp", art / ".audit.y2.tmp"
     orphan_tmp.write_text("{")

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 from audit_mcp.engine.batching import head_of_queue
-from audit_mcp.engine.graph import ImportGraph
 from audit_mcp.engine.packets import group_cells, pack, pack_units
 from audit_mcp.store.records import CellKind, CellState
 from audit_mcp.usecases.service import AuditService
@@ -78,7 +77,7 @@ def test_packing_from_units_is_packing_from_cells(tmp_path: Path, store_url: str
         assert [u.count for u in units] == [len(u.cells()) for u in units]
 
         files = {f.path: f for f in tx.files(aid)}
-        edges = ImportGraph(tx.edges(aid))
+        edges = tx.weighted_edges(aid)
         assert edges, "the repository's imports resolve"
         for budget in (4_000, 9_000, 60_000):
             whole = pack(by_cells, files, edges, budget=budget, prefix_tokens=1_500)
@@ -87,7 +86,7 @@ def test_packing_from_units_is_packing_from_cells(tmp_path: Path, store_url: str
             head = head_of_queue(iter(units), files, packets=2, room=budget - 1_500)
             heads = head_of_queue(iter(group_cells(by_cells)), files, packets=2, room=budget - 1_500)
             assert [(u.path, u.start_line, u.count) for u in head] == [(u.path, u.start_line, u.count) for u in heads]
-            between = tx.edges_between(aid, {u.path for u in head})
+            between = tx.weights_between(aid, {u.path for u in head})
             assert pack_units(head, files, between, budget=budget, prefix_tokens=1_500, limit=2) == pack(
                 [c for u in heads for c in u.cells()], files, edges, budget=budget, prefix_tokens=1_500, limit=2
             )

@@ -107,3 +107,44 @@ def test_an_unknown_probe_mode_is_a_usage_error(repo: Path, capsys: pytest.Captu
         code = exited.code
     assert code in (2, EXIT_USAGE)
     assert "invalid choice: 'sometimes'" in capsys.readouterr().err
+
+
+def _quota_probe(capsys: pytest.CaptureFixture[str], repo: Path, mode: str) -> tuple[int, dict[str, Any], str]:
+    code = main(["quota", "--root", str(repo), "--host-model", MODEL, "--quota-probe", mode])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out else {}), err
+
+
+def test_quota_probe_says_what_it_asked_and_learned_and_the_limits_then_obey_it(
+    repo: Path, capsys: pytest.CaptureFixture[str], provider: _Provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    code, quota, err = _quota_probe(capsys, repo, "auto")
+    assert code == 0, err
+    assert len(provider.calls) == 1 and provider.calls[0].url.path == f"/v1/models/{MODEL}"
+    probe = quota["probe"]
+    assert probe["mode"] == "auto" and probe["asked"] == f"anthropic models endpoint about {MODEL}"
+    assert probe["learned"] == {"requests_per_minute": 1000, "input_tokens_per_minute": 450_000}
+    assert probe["read"]["context_tokens"] == 1_000_000  # read, but only rate-limit headers are learned
+    itpm = quota["limits"]["input_tokens_per_minute"]
+    assert (itpm["value"], itpm["confidence"]) == (450_000, "high")
+    # Learned: a later quota without the probe asks nothing and still plans with it.
+    later = _quota(capsys, repo)
+    assert later["limits"]["input_tokens_per_minute"]["value"] == 450_000 and len(provider.calls) == 1
+    assert later["probe"]["mode"] == "never" and later["probe"]["asked"] is None
+    assert not (repo / ".audit-mcp").exists(), "quota, probe included, writes nothing in the repository"
+
+
+def test_quota_probe_says_why_it_asked_nothing_and_force_refuses_without_an_answer(
+    repo: Path, capsys: pytest.CaptureFixture[str], provider: _Provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    code, quota, _ = _quota_probe(capsys, repo, "auto")
+    assert code == 0 and quota["probe"]["asked"] is None and quota["probe"]["learned"] == {}
+    assert "ANTHROPIC_API_KEY is not set" in quota["probe"]["note"]
+    code, quota, _ = _quota_probe(capsys, repo, "never")
+    assert code == 0 and quota["probe"]["note"] == "provider probe off (--quota-probe never)"
+    code, quota, err = _quota_probe(capsys, repo, "force")
+    assert code == 1 and quota == {}
+    assert "--quota-probe force could not read any limit" in err and "--quota-probe auto" in err
+    assert provider.calls == []

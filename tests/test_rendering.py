@@ -179,7 +179,7 @@ def test_reviewer_text_and_file_names_cannot_forge_the_report_the_prompts_or_the
     assert all(
         re.match(
             r"(Audit report|Work blocks|Findings|F\d+ |W\d+\. |Coverage|Gaps|Analyzer|Refuted findings|Threat model"
-            r"|Doubtful duplicates)",
+            r"|Doubtful duplicates|Forecast and usage)",
             h,
         )
         for h in _headings(tokens)

@@ -18,11 +18,13 @@ SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "report_planted_app.m
 
 
 def _normalise(markdown: str, repo: Path) -> str:
-    """Only what differs between machines and commits: the git head, the manifest digest, the root path and
-    the run ids' tag (it names the artifacts directory)."""
+    """Only what differs between machines and commits: the git head, the manifest digest, the root path, the
+    run ids' tag (it names the artifacts directory) and the token counts of prompts that name them."""
     text = re.sub(r"Snapshot: [0-9a-f]{12}", "Snapshot: <git-head>", markdown)
     text = re.sub(r"manifest [0-9a-f]{12}", "manifest <digest>", text)
     text = re.sub(r"\b(A\d+-R\d+)-[0-9a-f]{6}\b", r"\1-<tag>", text)  # run ids carry their directory's tag
+    # The forecast's tokens count the packet prompts, which name the root and the artifacts directory.
+    text = re.sub(r"^- Tokens: .*$", "- Tokens: <counted from prompts that name the root>", text, flags=re.M)
     return text.replace(str(repo), "<root>")
 
 

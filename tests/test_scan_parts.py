@@ -21,8 +21,8 @@ def test_parts_follow_the_config_else_the_cores_and_the_size() -> None:
     assert scan_parts.parts_for(2, 8, cores=8) == 2  # never more parts than files
     assert scan_parts.parts_for(90_000, 64, cores=2) == scan_parts.MAX_AUTO_PARTS  # nor many more than cores
     assert scan_parts.parts_for(90_000, 64, cores=16) == 16
-    assert scan_parts.parts_for(7_999, None, cores=8) == 1  # too small to gain from a copy
-    assert scan_parts.parts_for(8_000, None, cores=8) == 2
+    assert scan_parts.parts_for(1_999, None, cores=8) == 1  # too small to gain from a copy
+    assert scan_parts.parts_for(2_000, None, cores=8) == 2
     assert scan_parts.parts_for(20_000, None, cores=2) == 2
     assert scan_parts.parts_for(20_000, None, cores=1) == 1
     assert scan_parts.parts_for(200_000, None, cores=64) == scan_parts.MAX_AUTO_PARTS

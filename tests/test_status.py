@@ -79,7 +79,13 @@ def test_status_table_reads_as_a_report_of_progress(
 
 def test_status_before_any_audit_says_how_to_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["status", "--root", str(tmp_path), "--table"]) == 0
-    assert "No audit has started here yet" in capsys.readouterr().out
+    assert "no audit has started for" in capsys.readouterr().out
+    assert main(["status", "--root", str(tmp_path), "--json"]) == 0
+    captured = capsys.readouterr()
+    view = json.loads(captured.out)
+    assert view["audit_id"] is None and "next-step --root" in view["message"]
+    assert "next-step --root" in captured.err
+    assert not (tmp_path / ".audit-mcp").exists()  # looking changes nothing
 
 
 @pytest.mark.anyio

@@ -115,6 +115,29 @@ def test_import_edges_stored_before_the_table_was_keyed_survive_the_upgrade(tmp_
         conn.close()
 
 
+def test_import_edges_stored_before_the_code_map_read_as_imports_after_the_upgrade(tmp_path: Path) -> None:
+    from audit_mcp.engine.codemap.graph import CodeGraph  # the engine's reading of the stored edges
+
+    before = tuple(m for m in MIGRATIONS if m[0] < "0022_code_map")
+    store = Store(tmp_path, migrations=before)
+    with store.write() as tx:
+        audit = tx.create_audit(
+            now="2026-01-01T00:00:00Z", root="/r", git_head=None, git_dirty=False, digest="x", lenses=[]
+        )
+        tx.insert_edges(audit, [("a.py", "b.py")])
+    store.close()
+    upgraded = Store(tmp_path)
+    assert "0022_code_map" in upgraded.applied_migrations()
+    with upgraded.read() as tx:
+        assert tx.weights_between(audit, {"a.py", "b.py"}) == [("a.py", "b.py", 1)]
+        graph = CodeGraph(tx.map_edges_touching(audit, {"b.py"}))
+        assert [(e.src, e.dst, e.links) for e in graph.incoming("b.py")] == [
+            ("a.py", "b.py", (("import", "", 0, 0, 0, 1),))
+        ]
+        assert tx.entry_points(audit) == []
+    upgraded.close()
+
+
 def test_run_plans_stored_in_the_run_row_before_survive_the_upgrade(tmp_path: Path) -> None:
     # A database migrated up to the migration before plans had a table of their own, with a run in it.
     before = tuple(m for m in MIGRATIONS if m[0] < "0017_run_plans")

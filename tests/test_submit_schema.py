@@ -150,8 +150,14 @@ def _expected(where: str, value: Any) -> str:
     return where
 
 
+async def _full_schema(client: Client) -> dict[str, Any]:
+    """The described schema of a submission (the tool's own input schema is its skeleton)."""
+    contents = (await client.read_resource("audit://schemas/submission")).contents[0]
+    schema: dict[str, Any] = json.loads(contents.text)  # type: ignore[union-attr]
+    return schema
+
+
 async def _packet_and_schema(client: Client, reviewer: ScriptedReviewer) -> tuple[dict[str, Any], dict[str, Any]]:
-    tools = {t.name: t for t in (await client.list_tools()).tools}
     step = await first_review_over_mcp(client)
     plan = json.loads(Path(step["artifact_paths"]["plan"]).read_text())
     packet = next(p for p in plan["packets"] if any(f["findings"] for f in reviewer.results(p)))
@@ -164,7 +170,7 @@ async def _packet_and_schema(client: Client, reviewer: ScriptedReviewer) -> tupl
         "results": results,
         "usage": {"input_tokens": 12_000, "output_tokens": 900, "api_calls": 6, "seconds": 95},
     }
-    return arguments, tools["submit_packet"].input_schema
+    return arguments, await _full_schema(client)
 
 
 async def _server_pointers(client: Client, arguments: dict[str, Any]) -> tuple[bool, set[str]]:
@@ -177,8 +183,18 @@ async def _server_pointers(client: Client, arguments: dict[str, Any]) -> tuple[b
 @pytest.mark.anyio
 async def test_the_submit_packet_schema_describes_every_field(repo: Path) -> None:
     async with Client(build_server(repo)) as client:
-        schema = next(t for t in (await client.list_tools()).tools if t.name == "submit_packet").input_schema
+        schema = await _full_schema(client)
+        lean = next(t for t in (await client.list_tools()).tools if t.name == "submit_packet").input_schema
     assert list(_described(schema)) == []
+    results = lean["properties"]["results"]["anyOf"][0]["items"]
+    assert results["properties"]["findings"]["items"]["properties"]["severity"]["enum"] == [
+        "critical",
+        "high",
+        "medium",
+        "low",
+        "info",
+    ]
+    assert set(results["required"]) >= {"task_id", "status", "summary"}
     finding = schema["$defs"]["Finding"]
     assert finding["properties"]["severity"]["enum"] == ["critical", "high", "medium", "low", "info"]
     assert finding["properties"]["title"]["maxLength"] == 200
@@ -192,6 +208,8 @@ async def test_the_published_schema_and_the_validator_agree_on_a_corpus(repo: Pa
     async with Client(build_server(repo)) as client:
         valid, schema = await _packet_and_schema(client, reviewer)
         assert schema_pointers(schema, valid) == set()
+        lean = next(t for t in (await client.list_tools()).tools if t.name == "submit_packet").input_schema
+        assert schema_pointers(lean, valid) == set()  # the tool's skeleton takes every valid submission
         for where, value in MUTATIONS:
             arguments = copy.deepcopy(valid)
             _set(arguments, where, value)

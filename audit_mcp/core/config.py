@@ -2,7 +2,7 @@
 
 It lives at ``<root>/.audit-mcp.toml`` (override with ``--config`` or the
 ``AUDIT_MCP_CONFIG`` environment variable) and is optional: every key has a
-default. See the README's "Configuration" section for the format. The
+default. docs/configuration.md describes it, and docs/reference/config.md lists every key. The
 ``AUDIT_MCP_*`` variables of ``ENV_OVERRIDES`` win over the file, and are
 validated by the same model, so a value the file may not hold is refused
 from the environment too.
@@ -21,10 +21,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError
 
+from audit_mcp.core.config_sections import (
+    _MAX_PATTERNS,
+    _NOT_A_LIMIT,
+    AnalyzersConfig,
+    HostConfig,
+    LensRule,
+    ModelConfig,
+    ModelLimits,
+    SchedulerConfig,
+    SharedConfig,
+    _Pattern,
+    _Strict,
+)
 from audit_mcp.core.errors import ConfigError, PathError
 from audit_mcp.core.fs import normalize_relpath, read_capped, read_confined, resolve_inside
+from audit_mcp.core.prices import PRICE_KEYS, PricesConfig
 
 CONFIG_FILENAME = ".audit-mcp.toml"
 REPOSITORY_CONFIG = f"the repository's own {CONFIG_FILENAME}"  # how reasons name the untrusted config
@@ -39,156 +53,127 @@ DEFAULT_LENSES = (
 )
 
 
-# A repository's config is untrusted: lists and patterns are bounded too.
-_MAX_PATTERNS = 1_000
-_Pattern = Annotated[str, Field(min_length=1, max_length=1_000)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LensRule(_Strict):
-    """Lenses for the files that match ``glob`` (the last matching rule wins)."""
-
-    glob: _Pattern
-    lenses: Annotated[list[str], Field(max_length=64)]
-
-
-class HostConfig(_Strict):
-    """What the host can do, when neither the tool call nor the client says so."""
-
-    can_dispatch_subagents: bool | None = None
-    can_restrict_subagent_tools: bool | None = None
-    can_select_subagent_model: bool | None = None
-    max_active_subagents: Annotated[int, Field(ge=1, le=64)] | None = None
-    dispatch_mode: Literal["rolling", "whole_wave"] | None = Field(
-        default=None,
-        description="rolling: the host refills a slot as soon as a subagent finishes; whole_wave: it waits for "
-        "a whole wave. Unset: what the host says, else what the client is known to do, else rolling.",
-    )
-    model: str | None = None
-
-
-class ModelLimits(_Strict):
-    """Limits of a reviewing model, overriding the built-in table."""
-
-    context_tokens: Annotated[int, Field(ge=8_000)] | None = None
-    output_tokens: Annotated[int, Field(ge=1_000)] | None = None
-    requests_per_minute: Annotated[int, Field(ge=1)] | None = None
-    input_tokens_per_minute: Annotated[int, Field(ge=1_000)] | None = None
-    output_tokens_per_minute: Annotated[int, Field(ge=100)] | None = None
-
-
-LIMIT_KEYS = tuple(ModelLimits.model_fields)
-_MAX_MODEL_TABLES = 200
-
-
-class ModelConfig(ModelLimits):
-    """``[model]``: limits for every model; ``[model."<name>"]``: limits for the models named so (the exact
-    name, else the longest table name the model's name starts with), over ``[model]`` key by key."""
-
-    models: dict[Annotated[str, Field(min_length=1, max_length=200)], ModelLimits] = Field(
-        default_factory=dict, max_length=_MAX_MODEL_TABLES
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _split_tables(cls, data: Any) -> Any:
-        """The TOML shape (tables beside the keys) into ``models``; a key that is neither is named clearly."""
-        if not isinstance(data, Mapping) or "models" in data:
-            return data
-        flat = {k: v for k, v in data.items() if not isinstance(v, Mapping)}
-        unknown = [k for k in flat if k not in LIMIT_KEYS]
-        if unknown:
-            raise ValueError(f"[model] {unknown[0]}: {_NOT_A_LIMIT}")
-        return {**flat, "models": {k: v for k, v in data.items() if isinstance(v, Mapping)}}
-
-    def for_model(self, name: str) -> tuple[str | None, ModelLimits | None]:
-        """The table that applies to ``name`` (exact, else the longest prefix, case-insensitive), if any."""
-        lowered = name.lower()
-        exact = next((k for k in self.models if k.lower() == lowered), None)
-        chosen = exact or max((k for k in self.models if lowered.startswith(k.lower())), key=len, default=None)
-        return chosen, (self.models[chosen] if chosen is not None else None)
-
-    def as_table(self) -> dict[str, Any]:
-        """The TOML shape again: ``[model]`` keys with each model's table beside them."""
-        flat = {k: getattr(self, k) for k in LIMIT_KEYS}
-        return {**flat, **{name: limits.model_dump() for name, limits in self.models.items()}}
-
-
-_NOT_A_LIMIT = f'not a limit; a model\'s table takes {", ".join(LIMIT_KEYS)}, and [model."<name>"] tables'
-
-
-class SchedulerConfig(_Strict):
-    """How the wave scheduler learns and what it assumes about the host."""
-
-    half_life_hours: Annotated[float, Field(gt=0, le=24 * 365)] = 24.0
-    wave_kind: Literal["rolling", "whole_wave"] | None = None
-    probe: Literal["never", "auto", "force"] = "never"
-
-
-class AnalyzersConfig(_Strict):
-    """Static analyzers whose alerts become leads for the reviewers."""
-
-    sarif: Annotated[list[_Pattern], Field(max_length=_MAX_PATTERNS)] = Field(
-        default_factory=list, description="SARIF files, relative to the repository root."
-    )
-    results: Annotated[list[_Pattern], Field(max_length=_MAX_PATTERNS)] = Field(
-        default_factory=list,
-        description="Analyzer output files (SARIF, `bandit -f json`, `semgrep --json`; told apart by their content), "
-        "relative to the repository root.",
-    )
-    run: list[Literal["bandit", "ruff"]] = Field(
-        default_factory=list, description="Analyzers to run over the repository when they are installed."
-    )
-
-
-class SharedConfig(_Strict):
-    """How hosts sharing one audit through a PostgreSQL store hold their packets."""
-
-    # A claim lapses this long after its host's last sign of life (a call, or a serving host's heartbeat).
-    claim_lease_seconds: Annotated[int, Field(ge=2, le=30 * 86_400)] = 600
-    # Keep the learned rate-limit state in the shared store too, so one host's 429 narrows every host's waves.
-    learned: bool = False
-
-
 class SessionConfig(_Strict):
     """Everything a user can set for the audit of one repository."""
 
-    lenses: Annotated[list[str], Field(max_length=64)] = Field(default_factory=lambda: list(DEFAULT_LENSES))
-    lens_rules: Annotated[list[LensRule], Field(max_length=_MAX_PATTERNS)] = Field(default_factory=list)
-    include: Annotated[list[_Pattern], Field(max_length=_MAX_PATTERNS)] = Field(default_factory=list)
-    exclude: Annotated[list[_Pattern], Field(max_length=_MAX_PATTERNS)] = Field(default_factory=list)
-    review_docs: bool = False
-    max_file_bytes: Annotated[int, Field(ge=1_000, le=100_000_000)] = 1_500_000
-    chunk_threshold_lines: Annotated[int, Field(ge=200, le=10_000_000)] = 2_500
-    chunk_lines: Annotated[int, Field(ge=100, le=10_000_000)] = 1_500
-    max_packet_tokens: Annotated[int, Field(ge=4_000, le=10_000_000)] = 60_000
-    max_runs: Annotated[int, Field(ge=1, le=10_000)] = 30
-    max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
-    lease_seconds: Annotated[int, Field(ge=60, le=30 * 86_400)] = 7_200
-    max_packets_per_run: Annotated[int, Field(ge=1, le=2_000)] = 200
-    since: Annotated[str, Field(max_length=256)] | None = None
+    lenses: Annotated[list[str], Field(max_length=64)] = Field(
+        default_factory=lambda: list(DEFAULT_LENSES),
+        description="The audit's lenses, in order: each file is reviewed under those of them that read its kind "
+        "(the lenses are security, correctness, error_handling, concurrency, performance, maintainability and "
+        "tests).",
+    )
+    lens_rules: Annotated[list[LensRule], Field(max_length=_MAX_PATTERNS)] = Field(
+        default_factory=list,
+        description="Lenses for the files a glob matches, over the lenses and the file's kind (the last matching "
+        "rule wins).",
+    )
+    include: Annotated[list[_Pattern], Field(max_length=_MAX_PATTERNS)] = Field(
+        default_factory=list,
+        description="Gitignore-style patterns of the files to audit; empty means every file. Files left out are "
+        "named in the report.",
+    )
+    exclude: Annotated[list[_Pattern], Field(max_length=_MAX_PATTERNS)] = Field(
+        default_factory=list,
+        description="Gitignore-style patterns of files to leave out of the audit; each is named in the report.",
+    )
+    review_docs: bool = Field(default=False, description="Review Markdown, reStructuredText and text files too.")
+    max_file_bytes: Annotated[int, Field(ge=1_000, le=100_000_000)] = Field(
+        default=1_500_000, description="Files larger than this are skipped, and named in the report."
+    )
+    chunk_threshold_lines: Annotated[int, Field(ge=200, le=10_000_000)] = Field(
+        default=2_500, description="Files longer than this many lines are split into chunks."
+    )
+    chunk_lines: Annotated[int, Field(ge=100, le=10_000_000)] = Field(
+        default=1_500, description="Lines per chunk (fewer when the lines are long)."
+    )
+    max_packet_tokens: Annotated[int, Field(ge=4_000, le=10_000_000)] = Field(
+        default=60_000,
+        description="A packet's token budget; the model's context and rate limits may keep packets smaller.",
+    )
+    max_runs: Annotated[int, Field(ge=1, le=10_000)] = Field(
+        default=30, description="Review runs before the audit stops with a blocker."
+    )
+    max_attempts: Annotated[int, Field(ge=1, le=10)] = Field(
+        default=3, description="Tries per cell before it is marked failed (and named as a gap in the report)."
+    )
+    lease_seconds: Annotated[int, Field(ge=60, le=30 * 86_400)] = Field(
+        default=7_200,
+        description="How long a dispatched packet stays leased to its subagent; after that the next next_step "
+        "hands its tasks out again.",
+    )
+    max_packets_per_run: Annotated[int, Field(ge=1, le=2_000)] = Field(
+        default=200, description="Packets per review run; the rest waits for the next run."
+    )
+    since: Annotated[str, Field(max_length=256)] | None = Field(
+        default=None,
+        description="Audit only the files changed since this git ref (plus untracked files), for an audit that "
+        "starts now.",
+    )
     # Processes that read the repository's files at intake, on Linux (``engine.scan_parts``: copies forked
-    # by the command line, or by the server's helper), at most one a core (or 4). Unset: one a core, at most
-    # 4, from 8,000 files.
-    intake_processes: Annotated[int, Field(ge=1, le=64)] | None = None
-    carry_forward: bool = True
-    # A threat model before the first review run (skipped for tiny repositories), carried by every packet.
-    context_pass: bool = True
-    # A verifier tries to refute each finding at or above ``verify_severity``, and each doubtful duplicate pair.
-    verification_pass: bool = True
-    verify_severity: Literal["critical", "high", "medium", "low", "info"] = "high"
-    host: HostConfig = Field(default_factory=HostConfig)
-    model: ModelConfig = Field(default_factory=ModelConfig)
-    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
-    analyzers: AnalyzersConfig = Field(default_factory=AnalyzersConfig)
-    shared: SharedConfig = Field(default_factory=SharedConfig)
-    # Where the audit's state lives (a PostgreSQL URL for a shared store) and the name of the audit in it;
-    # only the user's own config may set them (the store may hold other repositories' audits).
-    store: Annotated[str, Field(min_length=1, max_length=2_000)] | None = None
-    audit_name: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    # by the command line, or by the server's helper), at most one a core (or 4).
+    intake_processes: Annotated[int, Field(ge=1, le=64)] | None = Field(
+        default=None,
+        description="Processes that read the files at intake, on Linux, at most one a core (or 4 where there are "
+        "fewer cores); 1 reads them all in one process. Unset: one a core, up to 4, from 2,000 files.",
+    )
+    carry_forward: bool = Field(
+        default=True,
+        description="A new audit keeps the coverage, findings and threat model of files unchanged since the "
+        "previous audit.",
+    )
+    code_map: bool = Field(
+        default=True,
+        description="Build the code map at intake: every file in scope parsed with tree-sitter for its definitions, "
+        "imports and references, which packing, chunk boundaries and every packet's map follow. Off: intake only "
+        "reads the files (several times faster on a large repository), packing follows folders, chunks end at "
+        "line counts.",
+    )
+    context_pass: bool = Field(
+        default=True,
+        description="Write a threat model before the first review run, carried by every packet (skipped for tiny "
+        "repositories).",
+    )
+    verification_pass: bool = Field(
+        default=True,
+        description="A verifier tries to refute each finding at or above verify_severity, and each doubtful "
+        "duplicate pair.",
+    )
+    verify_severity: Literal["critical", "high", "medium", "low", "info"] = Field(
+        default="high", description="The lowest severity a verifier checks."
+    )
+    host: HostConfig = Field(default_factory=HostConfig, description=HostConfig.__doc__)
+    model: ModelConfig = Field(default_factory=ModelConfig, description=ModelLimits.__doc__)
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig, description=SchedulerConfig.__doc__)
+    analyzers: AnalyzersConfig = Field(default_factory=AnalyzersConfig, description=AnalyzersConfig.__doc__)
+    shared: SharedConfig = Field(default_factory=SharedConfig, description=SharedConfig.__doc__)
+    prices: PricesConfig = Field(
+        default_factory=PricesConfig,
+        description="What the reviewers' model costs per million tokens: forecasts and reports show a cost only "
+        "where this prices the model; nothing is built in.",
+    )
+    # Only the user's own config may set these two (the store may hold other repositories' audits).
+    store: Annotated[str, Field(min_length=1, max_length=2_000)] | None = Field(
+        default=None,
+        description="Where the audit's state lives: unset for SQLite in the artifacts directory, or a "
+        "postgresql:// URL shared by hosts (keep the password out of it: libpq reads PGPASSWORD and ~/.pgpass).",
+    )
+    audit_name: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
+        default=None,
+        description="In a shared store, the audit this checkout joins; unset: the repository's identity (its "
+        "first commit and origin remote).",
+    )
+
+
+# Keys only the user's own config (--config, AUDIT_MCP_CONFIG) may set: the repository's own .audit-mcp.toml
+# comes with the code under audit and is refused them (``_confined``), as TOML names them.
+USER_ONLY_KEYS = (
+    "store",
+    "audit_name",
+    "[shared]",
+    "[scheduler] half_life_hours",
+    "[scheduler] probe",
+    "[prices]",
+)
 
 
 # Each variable overrides one setting: (section, key) of SessionConfig.
@@ -294,12 +279,14 @@ def _problem(err: Mapping[str, Any]) -> str:
     """One validation error, placed as the user wrote it: ``[model."<name>"] key`` for a model's table."""
     loc = [str(p) for p in err["loc"]]
     message = str(err["msg"]).removeprefix("Value error, ")
-    if loc[:2] == ["model", "models"] and len(loc) >= 3:
-        where = f'[model."{loc[2]}"]' + (f" {'.'.join(loc[3:])}" if len(loc) > 3 else "")
+    if loc[0:1] in (["model"], ["prices"]) and loc[1:2] == ["models"] and len(loc) >= 3:
+        where = f'[{loc[0]}."{loc[2]}"]' + (f" {'.'.join(loc[3:])}" if len(loc) > 3 else "")
         if err["type"] == "extra_forbidden":
-            message = _NOT_A_LIMIT
+            message = (
+                _NOT_A_LIMIT if loc[0] == "model" else "not a price; a model's prices are " + ", ".join(PRICE_KEYS)
+            )
         return f"{where}: {message}"
-    if loc == ["model"] and message.startswith("[model]"):
+    if loc in (["model"], ["prices"]) and message.startswith(f"[{loc[0]}]"):
         return message
     return f"{'.'.join(loc) or '(top level)'}: {message}"
 
@@ -351,5 +338,11 @@ def _confined(config: SessionConfig, root: Path, path: Path) -> SessionConfig:
             f"{path}: [scheduler] probe = {config.scheduler.probe!r} is refused: the provider probe uses your API "
             "key, so only you can turn it on (AUDIT_MCP_PROBE, or your own config via --config or "
             "AUDIT_MCP_CONFIG). Remove the key from the repository's config."
+        )
+    if "prices" in config.model_fields_set:
+        raise ConfigError(
+            f"{path}: [prices] is refused: the cost a forecast and a report show is what you decide to spend on, so "
+            "only your own config sets the prices (--config or AUDIT_MCP_CONFIG). Remove the table from the "
+            "repository's config."
         )
     return config

@@ -230,12 +230,20 @@ class QuotaStatus(_Model):
     schedule: dict[str, object]
     forecast: dict[str, object] = Field(default_factory=dict)
     notes: list[str]
+    probe: dict[str, object] = Field(
+        default_factory=dict,
+        description="The provider probe: its mode, what was asked, the values read and those learned, or why "
+        "nothing was asked.",
+    )
 
 
 class StatusView(_Model):
     repo_root: str
     artifacts_dir: str
     audit_id: int | None
+    message: str | None = Field(
+        default=None, description="Set when there is nothing to show yet: what to run to start an audit."
+    )
     completeness: str
     coverage: dict[str, int]
     coverage_by_lens: dict[str, dict[str, int]]

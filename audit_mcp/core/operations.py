@@ -52,6 +52,32 @@ class TaskExplanation(_Result):
     next_action: str
 
 
+class FileTask(_Result):
+    """One task of a file: its cell of the coverage matrix."""
+
+    task_id: str
+    lens: str
+    start_line: int
+    end_line: int
+    state: str
+    attempts: int
+    packet_id: str | None = None
+    reason: str | None = None
+    findings: int = 0
+
+
+class FileTasks(_Result):
+    """Every task of one file in the current audit, with its state (``explain-task --file``)."""
+
+    audit_id: int
+    file: str
+    scope: str = Field(description="review, or skipped (then `skip_reason` says why and there are no tasks).")
+    skip_reason: str | None = None
+    tasks: list[FileTask]
+    by_state: dict[str, int]
+    next_action: str
+
+
 class RequeueResult(_Result):
     """What a requeue did: the cells sent back to review and those it could not send, with why."""
 
@@ -78,6 +104,9 @@ class CleanupResult(_Result):
     removed: list[str] = Field(description="Paths relative to the artifacts directory.")
     bytes_freed: int
     kept_runs: list[str]
+    too_recent: list[str] = Field(
+        default_factory=list, description="Finished runs left as they are: they finished less than 10 minutes ago."
+    )
     never_removed: list[str]
     next_action: str
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping, Sequence
 
 from audit_mcp.core.config import SessionConfig
@@ -13,11 +14,27 @@ from audit_mcp.store.units import task_id
 UNIT_BUDGET_SHARE = 0.5
 
 
-def chunk_ranges(line_count: int, threshold: int, chunk_lines: int) -> list[tuple[int, int]]:
-    """Line ranges for a file: the whole file, or chunks of ``chunk_lines`` past ``threshold``."""
+def chunk_ranges(line_count: int, threshold: int, chunk_lines: int, cuts: Sequence[int] = ()) -> list[tuple[int, int]]:
+    """Line ranges for a file: the whole file, or chunks of at most ``chunk_lines`` past ``threshold``. Given
+    ``cuts`` (the lines a chunk may start at: definitions, from the code map), each chunk ends just before the
+    last cut that keeps it within ``chunk_lines`` and at least a quarter of them long, so no definition is
+    split where a whole one fits; without a cut in reach it ends at ``chunk_lines``."""
     if line_count <= threshold:
         return [(1, max(1, line_count))]
-    return [(start, min(line_count, start + chunk_lines - 1)) for start in range(1, line_count + 1, chunk_lines)]
+    out: list[tuple[int, int]] = []
+    start = 1
+    shortest = max(1, chunk_lines // 4)
+    while start <= line_count:
+        limit = start + chunk_lines - 1
+        end = min(line_count, limit)
+        if end < line_count and cuts:
+            # The last cut in (start + shortest, limit + 1]: the chunk ends on the line before it.
+            at = bisect.bisect_right(cuts, limit + 1) - 1
+            if at >= 0 and cuts[at] > start + shortest:
+                end = cuts[at] - 1
+        out.append((start, end))
+        start = end + 1
+    return out
 
 
 def max_unit_chars(language: str, config: SessionConfig) -> int:
@@ -25,10 +42,10 @@ def max_unit_chars(language: str, config: SessionConfig) -> int:
     return int(config.max_packet_tokens * UNIT_BUDGET_SHARE * chars_per_token(language))
 
 
-def file_ranges(row: FileRow, config: SessionConfig) -> list[tuple[int, int]]:
-    """The line ranges a file is reviewed in: chunks past the line threshold, and chunks of fewer lines when
-    its lines are long, so that no chunk's estimated tokens exceed its share of a packet (a file of few,
-    wide lines is split by its size, not only by its line count)."""
+def chunk_limits(row: FileRow, config: SessionConfig) -> tuple[int, int]:
+    """The line threshold past which a file is chunked, and the lines a chunk holds at most: fewer when its
+    lines are long, so that no chunk's estimated tokens exceed its share of a packet (a file of few, wide
+    lines is split by its size, not only by its line count)."""
     lines = max(1, row.line_count)
     per_chunk = config.chunk_lines
     threshold = config.chunk_threshold_lines
@@ -36,7 +53,29 @@ def file_ranges(row: FileRow, config: SessionConfig) -> list[tuple[int, int]]:
     if row.size > room:
         per_chunk = max(1, min(per_chunk, room * lines // max(1, row.size)))
         threshold = min(threshold, per_chunk)
-    return chunk_ranges(row.line_count, threshold, per_chunk)
+    return threshold, per_chunk
+
+
+def file_ranges(row: FileRow, config: SessionConfig) -> list[tuple[int, int]]:
+    """The line ranges a file is reviewed in (``chunk_limits``), chunks ending at its definitions where the
+    code map found them (``FileRow.cuts``)."""
+    threshold, per_chunk = chunk_limits(row, config)
+    return chunk_ranges(row.line_count, threshold, per_chunk, decode_cuts(row.cuts))
+
+
+def encode_cuts(cuts: Sequence[int]) -> str | None:
+    """The lines a chunk may start at, as the manifest keeps them."""
+    return ",".join(map(str, cuts)) if cuts else None
+
+
+def decode_cuts(text: str | None) -> list[int]:
+    if not text:
+        return []
+    out = []
+    for part in text.split(","):
+        if part.isdigit():
+            out.append(int(part))
+    return sorted(out)
 
 
 def build_matrix(files: Sequence[FileRow], config: SessionConfig) -> Matrix:

@@ -45,6 +45,7 @@ def merge_parts(
             and result.get("reason") is None
             and not result.get("findings")
             and not result.get("leads")
+            and not result.get("earlier")
         ):
             plain.append(result["task_id"])
         else:

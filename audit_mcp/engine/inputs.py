@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from audit_mcp.engine.checks import (
     CONFIDENCES,
@@ -95,6 +95,33 @@ class LeadVerdict(_Input):
     reason: str = _text("reason", "Why, citing the code you read.")
 
 
+class Cited(_Input):
+    """The lines a verdict on an earlier finding rests on, quoted verbatim (checked like a finding's evidence)."""
+
+    file: str = Field(description="Repo-relative path of any file of the repository.")
+    start_line: Line
+    end_line: Line
+    evidence: str = Field(
+        min_length=MIN_EVIDENCE_CHARS,
+        max_length=MAX_EVIDENCE_CHARS,
+        description="The lines, copied verbatim from the file at start_line-end_line.",
+    )
+
+
+class EarlierAnswer(_Input):
+    """A verdict on one finding an earlier audit reported in the task's lines (listed in the packet prompt)."""
+
+    ref: str = Field(description="The earlier finding's reference from the packet prompt, e.g. E1.")
+    verdict: Literal["still_present", "fixed", "wrong"] = Field(
+        description="still_present (report it again as a finding too), fixed (cite the lines that fix it) or "
+        "wrong (cite the control that makes the code safe)."
+    )
+    reason: str | None = Field(
+        default=None, max_length=TEXT_CAPS.get("reason"), description="Why; required for fixed and wrong."
+    )
+    cited: Cited | None = Field(default=None, description="For fixed and wrong: the code that shows it.")
+
+
 class TaskResult(_Input):
     """The answer for one task of the packet."""
 
@@ -121,6 +148,11 @@ class TaskResult(_Input):
     leads: list[LeadVerdict] | None = Field(
         default=None, description="A verdict on every analyzer lead the packet carries for this task's file."
     )
+    earlier: list[EarlierAnswer] | None = Field(
+        default=None,
+        max_length=MAX_FINDINGS_PER_TASK,
+        description="A verdict on each earlier finding the packet prompt lists for this task; one left out stays open.",
+    )
 
 
 def _amount(key: str, what: str) -> Any:
@@ -138,6 +170,16 @@ class Usage(_Input):
     rate_limited_calls: float | None = _amount(
         "rate_limited_calls", "Calls refused with a rate limit (429) and retried."
     )
+
+
+class Submission(_Input):
+    """A packet's answer as submit_packet takes it: every field described, with its bounds and choices (the tool's
+    own schema is the skeleton of this one; this is the resource audit://schemas/submission)."""
+
+    run_id: str = Field(description="The run's id, as the step and its dispatch plan give it (e.g. A1-R2-3f9c2a).")
+    packet_id: str = Field(description="The packet's id, from the dispatch plan or its prompt (e.g. A1-R2-3f9c2a-P03).")
+    results: list[TaskResult] = Field(description="One result per task of the packet.")
+    usage: Usage | None = Field(default=None, description="What the review cost, as far as known.")
 
 
 class Failure(_Input):
@@ -162,6 +204,38 @@ _ARRAYS = {
         "each lead verdict must be an object {lead_id, verdict, reason}",
     ),
 }
+
+
+_DETAIL = frozenset({"description", "title", "examples", "pattern", "maxLength", "minLength", "maxItems", "default"})
+
+
+def lean_schema(shape: Any) -> dict[str, Any]:
+    """The JSON schema of ``shape`` (a model or a type over models) as its skeleton: types, required keys,
+    choices and the line numbers' floor, without descriptions, text caps or defaults (the prompt that asks for
+    the value states them, and the server's check names any it meets), an optional field as its type alone,
+    and every definition inlined where it is used (the schema is embedded inside a tool's, where a reference
+    to ``#/$defs`` would point at the tool's root)."""
+    schema = TypeAdapter(shape).json_schema()
+    definitions = schema.pop("$defs", {})
+
+    def strip(node: Any, *, names: bool = False) -> Any:
+        """``names``: ``node`` maps property names (a field called ``title`` or ``description`` stays)."""
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return strip(definitions[ref.removeprefix("#/$defs/")])
+            options = node.get("anyOf")
+            if not names and isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+                return strip(next(o for o in options if o != {"type": "null"}))
+            return {
+                k: strip(v, names=k == "properties" and not names) for k, v in node.items() if names or k not in _DETAIL
+            }
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    lean: dict[str, Any] = strip(schema)
+    return lean
 
 
 def pointer(parts: Sequence[str | int]) -> str:

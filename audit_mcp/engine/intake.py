@@ -18,14 +18,15 @@ from audit_mcp.core.config import CONFIG_FILENAME, SessionConfig
 from audit_mcp.core.errors import ConfigError
 from audit_mcp.engine import file_stat, scan_parts
 from audit_mcp.engine.attributes import UNSPECIFIED, Attributes
-from audit_mcp.engine.coverage import max_unit_chars
+from audit_mcp.engine.codemap.extract import Facts, map_file
+from audit_mcp.engine.codemap.model import CodeMap
+from audit_mcp.engine.codemap.resolve import build as build_map
+from audit_mcp.engine.coverage import chunk_limits, encode_cuts, max_unit_chars
 from audit_mcp.engine.file_kinds import FileKind
 from audit_mcp.engine.git import GitReader
 from audit_mcp.engine.git_listing import git_paths, git_snapshot, has_attribute_files, linguist_attributes
 from audit_mcp.engine.globs import compile_globs
 from audit_mcp.engine.ignores import walk_paths
-from audit_mcp.engine.imports import ImportResolver, import_candidates, reads_imports
-from audit_mcp.engine.incremental import changed_since
 from audit_mcp.engine.languages import detect_language
 from audit_mcp.engine.scoping import Scoper
 from audit_mcp.store.records import FileRow
@@ -37,7 +38,7 @@ _OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(o
 @dataclass(frozen=True)
 class Manifest:
     files: list[FileRow]
-    edges: list[tuple[str, str]]
+    code_map: CodeMap
     git_head: str | None
     git_dirty: bool
     digest: str
@@ -46,6 +47,11 @@ class Manifest:
     # How many processes read the files (``scan_parts``), and why any slice was read again by this one.
     processes: int = 1
     redone: list[str] = field(default_factory=list)
+
+    @property
+    def edges(self) -> list[tuple[str, str]]:
+        """The map's edges as (from, to) pairs of files."""
+        return [(e.src, e.dst) for e in self.code_map.edges]
 
 
 _NOT_UTF8 = "the file name is not UTF-8 (shown with \\x escapes); rename the file to have it reviewed"
@@ -61,13 +67,14 @@ def _undecodable(rel: str) -> str | None:
     return None
 
 
-_Scanned = tuple[FileRow, list[str] | None]
+_Scanned = tuple[FileRow, Facts | None]
 
 
-def _scanner(root: Path, scoper: Scoper, *, imports: bool = True) -> Callable[[str], _Scanned]:
-    """What reads one file of ``root`` (already resolved) into its manifest row, and what it names as
-    imports when it is in scope (unresolved; read only when ``imports``). Everything that is the same for
-    every file is looked up once here: this runs once per file of the repository."""
+def _scanner(root: Path, scoper: Scoper, *, code_map: bool = True, facts: bool = True) -> Callable[[str], _Scanned]:
+    """What reads one file of ``root`` (already resolved) into its manifest row, with its part of the code
+    map when it is in scope and ``code_map`` (``codemap.extract``: its facts unless ``facts`` is false, and
+    for a file that is chunked, the lines its chunks may start at). Everything that is the same for every
+    file is looked up once here: this runs once per file of the repository."""
     config = scoper.config
     limit = config.max_file_bytes
     base = f"{root}{os.sep}"  # a plain string joined to each name, not a Path
@@ -128,8 +135,15 @@ def _scanner(root: Path, scoper: Scoper, *, imports: bool = True) -> Callable[[s
             return _row(rel, language, size, 0, sha, "skipped", why, kind), None
         # Counted on the bytes: a newline is never part of a multi-byte UTF-8 sequence nor of a replacement.
         lines = data.count(b"\n") + (data[-1] != 10)
-        named = import_candidates(rel, language, data) if imports and reads_imports(language) else []
-        return _row(rel, language, size, lines, sha, "review", None, kind, record(st, scoper, rel, read_at)), named
+        row = _row(rel, language, size, lines, sha, "review", None, kind, record(st, scoper, rel, read_at))
+        threshold, per_chunk = chunk_limits(row, config)
+        chunked = lines > threshold
+        if not code_map or not (facts or chunked):
+            return row, None
+        found, cuts = map_file(rel, language, data, per_chunk if chunked else None)
+        if cuts:
+            row.__dict__["cuts"] = encode_cuts(cuts)
+        return row, found if facts else None
 
     return scan
 
@@ -148,6 +162,7 @@ def _row(
     skip_reason: str | None,
     kind: str,
     stat: str | None = None,
+    cuts: str | None = None,
 ) -> FileRow:
     """``FileRow(...)`` with the same fields in the same order, without the frozen dataclass's ``__init__``,
     which sets each field through ``object.__setattr__`` (a tenth of intake's time per file)."""
@@ -162,6 +177,7 @@ def _row(
         skip_reason=skip_reason,
         kind=kind,
         stat=stat,
+        cuts=cuts,
     )
     return row
 
@@ -223,19 +239,21 @@ def _read_rest(fd: int, first: bytes, limit: int) -> bytes:
     return first if len(chunks) == 1 else b"".join(chunks)
 
 
-# A scanned file as plain values (``marshal`` data from a forked copy): the row's fields, then its imports.
-_Plain = tuple[str, str, int, int, str, str, str | None, str, str | None, list[str] | None]
+# A scanned file as plain values (``marshal`` data from a forked copy): the row's fields, then its map's facts.
+_Plain = tuple[str, str, int, int, str, str, str | None, str, str | None, str | None, Facts | None]
 
 
 def _scan_plain(root: str, config: SessionConfig, marks: dict[str, Attributes], names: Sequence[str]) -> list[_Plain]:
     """What a copy or the helper of ``scan_parts`` reads of ``names``: the scanner is built again from what
     it is built of (a module-level function and plain arguments, so that a helper can be sent it)."""
-    scan = _scanner(Path(root), Scoper(config, marks))
+    scan = _scanner(Path(root), Scoper(config, marks), code_map=config.code_map)
     out: list[_Plain] = []
     for rel in names:
-        r, named = scan(rel)
+        r, facts = scan(rel)
         kind = str(r.kind)  # a FileKind, which marshal does not take
-        out.append((r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, kind, r.stat, named))
+        out.append(
+            (r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, kind, r.stat, r.cuts, facts)
+        )
     return out
 
 
@@ -245,9 +263,9 @@ def _decoder() -> Callable[[_Plain], _Scanned]:
     shared: dict[str, str] = {}
 
     def decode(item: _Plain) -> _Scanned:
-        path, language, size, line_count, sha, scope, why, kind, stat, named = item
+        path, language, size, line_count, sha, scope, why, kind, stat, cuts, facts = item
         language, scope = shared.setdefault(language, language), shared.setdefault(scope, scope)
-        return _row(path, language, size, line_count, sha, scope, why, FileKind(kind), stat), named
+        return _row(path, language, size, line_count, sha, scope, why, FileKind(kind), stat, cuts), facts
 
     return decode
 
@@ -255,7 +273,7 @@ def _decoder() -> Callable[[_Plain], _Scanned]:
 def rescan(root: Path, rel: str, scoper: Scoper) -> FileRow:
     """The manifest row ``rel`` would get now (the file may have changed or gone since intake); ``root``
     resolved by the caller, once for all the files it rescans."""
-    return _scanner(root, scoper, imports=False)(rel)[0]
+    return _scanner(root, scoper, code_map=scoper.config.code_map, facts=False)(rel)[0]
 
 
 # The start of the skip reason of a file the config's include or exclude patterns leave out: such files are
@@ -304,7 +322,6 @@ def build_manifest(
     is_git = top is not None
     paths = git_paths(git) if is_git else walk_paths(real_root)
     excluded = [p for p in (artifacts_rel, ".git") if p]
-    changed = changed_since(git if is_git else None, real_root, config.since) if config.since else None
     filtered = list(_filter(paths, config, excluded, config_label))
     listed = [path for path, why in filtered if why is None]
     marked = top is not None and has_attribute_files(git, top, real_root, listed)
@@ -324,14 +341,9 @@ def build_manifest(
                 language = detect_language(shown)
                 decided.append(_row(shown, language, 0, 0, "", "skipped", _NOT_UTF8, scoper.kind(shown, language)))
             continue
-        if changed is not None and rel not in changed:
-            language = detect_language(rel)
-            reason = f"unchanged since {config.since}"
-            decided.append(_row(rel, language, 0, 0, "", "skipped", reason, scoper.kind(rel, language)))
-            continue
         decided.append(None)
         names.append(rel)
-    scan = _scanner(real_root, scoper)
+    scan = _scanner(real_root, scoper, code_map=config.code_map)
     parts = scan_parts.parts_for(len(names), config.intake_processes)
     # The copies are forked before any thread starts; git's view of HEAD and dirtiness is then read on a
     # thread while this process reads its slice of the files.
@@ -346,35 +358,30 @@ def build_manifest(
         scanned += scanning.rest()
         head, dirty = snapshot.result() if snapshot is not None else (None, False)
     rows: list[FileRow] = []
-    imports: dict[str, list[str]] = {}
+    facts: dict[str, Facts] = {}
     results = iter(scanned)
     for row_or_none in decided:
         if row_or_none is not None:
             rows.append(row_or_none)
             continue
-        row, named = next(results)
+        row, found = next(results)
         rows.append(row)
-        if named is not None:
-            imports[row.path] = named
-    languages = {r.path: r.language for r in rows if r.scope == "review"}
-    resolver = ImportResolver(imports)
-    edges = sorted(
-        (path, target)
-        for path, named in imports.items()
-        if named
-        for target in resolver.resolve(path, languages[path], named)
-    )
+        if found is not None:
+            facts[row.path] = found
+    in_scope = [r for r in rows if r.scope == "review"]
+    code_map = build_map(facts, {r.path for r in in_scope})
+    del facts
     digest = hashlib.sha256(
         "\n".join(f"{r.path}\0{r.sha256}\0{r.scope}" for r in rows).encode("utf-8", errors="surrogateescape")
     ).hexdigest()
     return Manifest(
         files=rows,
-        edges=edges,
+        code_map=code_map,
         git_head=head,
         git_dirty=dirty,
         digest=digest,
         source="git" if is_git else "walk",
-        in_scope=[r for r in rows if r.scope == "review"],
+        in_scope=in_scope,
         processes=scanning.processes,
         redone=scanning.redone,
     )

@@ -197,7 +197,7 @@ _SHEBANG_LANGUAGES = {
 }
 _VERSION_SUFFIX = re.compile(r"[0-9.]+$")
 
-# Characters per token, pessimistic for current tokenizers (see BENCHMARKS.md and the README).
+# Characters per token, pessimistic for current tokenizers (see BENCHMARKS.md and docs/scale.md).
 _CHARS_PER_TOKEN = {
     "python": 2.6,
     "typescript": 2.5,

@@ -110,7 +110,10 @@ def render_context_prompt(
     artifacts_dir: Path,
     results_path: Path,
     command: Sequence[str] = ("audit-mcp",),
+    earlier: str = "",
 ) -> str:
+    """A context packet's prompt; ``earlier`` is the section that shows an earlier audit's threat model to
+    refresh, and what changed in the files it names (empty for a first one)."""
     return render(
         "packet/context.md",
         run_id=run_id,
@@ -125,6 +128,7 @@ def render_context_prompt(
         hubs=overview.hubs,
         analyzers=overview.analyzers,
         previous_attempt=previous_attempts([cell]),
+        earlier_model=earlier or "None: this is the repository's first threat model.",
         submit=_submit(run_id, packet_id, root, artifacts_dir, results_path, command),
     )
 

@@ -1,10 +1,11 @@
 """The repository overview a context packet starts from, each part within its share of a budget.
 
-Pure: the manifest's rows, the import edges, the analyzer leads and a way to read the head of a file in;
-Markdown sections out. The parts: the tree (directories and files with their kind and size), the
-READMEs and design notes, the packaging metadata, the entry points (declared as scripts, named like
-one, or carrying a main guard, a server or an argument parser), the import graph's hubs, and a summary
-of the analyzers' alerts. File text is untrusted and goes into fences.
+Pure: the manifest's rows, the code map (weighted edges and entry points), the analyzer leads and a way to
+read the head of a file in; Markdown sections out. The parts: the tree (directories and files with their kind
+and size), the READMEs and design notes, the packaging metadata, the entry points (routes and ``main``
+functions the code map found in any language, scripts the packaging declares, files named like one or
+carrying a main guard, a server or an argument parser), the code map's hubs, and a summary of the analyzers'
+alerts. File text is untrusted and goes into fences.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit_mcp.core.escape import md_code, md_fence, md_inline, visible
-from audit_mcp.store.records import FileRow, Lead
+from audit_mcp.store.records import EntryPoint, FileRow, Lead
 
 Reader = Callable[[str, int], bytes | None]  # (repo-relative path, at most this many bytes) -> the head, or None
 
@@ -208,11 +209,13 @@ def _declared(files: Mapping[str, FileRow], read: Reader) -> dict[str, str]:
     return out
 
 
-def _entry_points(files: Sequence[FileRow], read: Reader, limit: int) -> str:
+def _entry_points(files: Sequence[FileRow], read: Reader, limit: int, mapped: Sequence[EntryPoint] = ()) -> str:
     by_path = {f.path: f for f in files}
     found: dict[str, list[str]] = defaultdict(list)
     for path, how in _declared(by_path, read).items():
         found[path].append(how)
+    for entry in mapped:
+        found[entry.path].append(f"{entry.how}: {entry.symbol} (line {entry.line})")
     source = [f for f in files if f.scope == "review" and f.kind in ("source", "build")]
     named = [
         f
@@ -234,15 +237,21 @@ def _entry_points(files: Sequence[FileRow], read: Reader, limit: int) -> str:
     return _clip("\n".join(lines), limit, f"- ... {len(lines)} candidates in all")
 
 
-def _hubs(edges: Sequence[tuple[str, str]], limit: int) -> str:
-    importers: dict[str, set[str]] = defaultdict(set)
-    for src, dst in edges:
-        importers[dst].add(src)
-    if not importers:
-        return "No import edges were found."
-    ranked = sorted(importers.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:15]
+def _hubs(edges: Sequence[tuple[str, str] | tuple[str, str, int]], limit: int) -> str:
+    """The files most others reach, by how many files reach them (then by the references behind it)."""
+    reached_by: dict[str, set[str]] = defaultdict(set)
+    weight: Counter[str] = Counter()
+    for edge in edges:
+        src, dst = edge[0], edge[1]
+        reached_by[dst].add(src)
+        weight[dst] += edge[2] if len(edge) > 2 else 1
+    if not reached_by:
+        return "The code map found no edges between files."
+    # A hub is used by several files; one file's helper is not.
+    shared = [kv for kv in reached_by.items() if len(kv[1]) > 1] or list(reached_by.items())
+    ranked = sorted(shared, key=lambda kv: (-len(kv[1]), -weight[kv[0]], kv[0]))[:15]
     lines = [
-        f"- {md_code(dst)} is imported by {len(srcs)} file(s): "
+        f"- {md_code(dst)} is used by {len(srcs)} file(s) ({weight[dst]} reference(s)): "
         + ", ".join(md_code(s) for s in sorted(srcs)[:6])
         + (" ..." if len(srcs) > 6 else "")
         for dst, srcs in ranked
@@ -263,7 +272,13 @@ def _analyzers(leads: Sequence[Lead], limit: int) -> str:
 
 
 def build_overview(
-    files: Sequence[FileRow], edges: Sequence[tuple[str, str]], leads: Sequence[Lead], read: Reader, *, chars: int
+    files: Sequence[FileRow],
+    edges: Sequence[tuple[str, str] | tuple[str, str, int]],
+    leads: Sequence[Lead],
+    read: Reader,
+    *,
+    chars: int,
+    entries: Sequence[EntryPoint] = (),
 ) -> Overview:
     """The overview of a repository within ``chars`` characters, split among its parts."""
     share = {k: max(600, int(chars * v)) for k, v in _SHARES.items()}
@@ -279,7 +294,7 @@ def build_overview(
         tree=_tree(files, share["tree"]),
         docs=_heads(docs[:6], read, share["docs"], 6_000),
         packaging=_heads(packaging[:8], read, share["packaging"], 3_000),
-        entry_points=_entry_points(files, read, share["entry_points"]),
+        entry_points=_entry_points(files, read, share["entry_points"], entries),
         hubs=_hubs(edges, share["hubs"]),
         analyzers=_analyzers(leads, share["analyzers"]),
     )

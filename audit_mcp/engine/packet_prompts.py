@@ -1,8 +1,8 @@
 """Packet prompts: the shared leading block and each packet's assignment, from ``prompts/packet/``.
 
 Every packet prompt of an audit starts with the same bytes (rules, lens texts) so hosts' prompt caches
-are reused; the assignment after it names the packet's tasks, files, import context, analyzer leads,
-the previous attempt's trouble and how to submit.
+are reused; the assignment after it names the packet's tasks, files, its part of the code map
+(``codemap.packet_map``), analyzer leads, the previous attempt's trouble and how to submit.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from pathlib import Path
 
 from audit_mcp.core.escape import md_code, md_inline
 from audit_mcp.core.userstate import state_arguments
-from audit_mcp.engine.graph import ImportGraph
+from audit_mcp.engine.codemap.packet_map import MapInputs, packet_map
+from audit_mcp.engine.earlier_prompts import earlier_section
 from audit_mcp.engine.lenses import Lens
 from audit_mcp.engine.packets import PacketPlan
 from audit_mcp.engine.templates import render
-from audit_mcp.store.records import Cell, FileRow, Lead
+from audit_mcp.store.records import Cell, EarlierFinding, FileRow, Lead
 
 
 def _lens_section(lens: Lens, audit_lenses: set[str]) -> str:
@@ -74,21 +75,6 @@ def _file_table(plan: PacketPlan, files: Mapping[str, FileRow]) -> tuple[str, st
             )
     notes = "\n".join(chunk_notes) if chunk_notes else "Every file above is to be read in full."
     return "\n".join(rows), notes
-
-
-def _import_context(plan: PacketPlan, edges: Sequence[tuple[str, str]]) -> str:
-    graph = edges if isinstance(edges, ImportGraph) else ImportGraph(edges)
-    lines = []
-    for path in sorted({u.path for u in plan.units}):
-        imports, imported_by = graph.imports(path), graph.imported_by(path)
-        if imports or imported_by:
-            parts = []
-            if imports:
-                parts.append("imports " + ", ".join(md_code(p) for p in imports[:12]))
-            if imported_by:
-                parts.append("is imported by " + ", ".join(md_code(p) for p in imported_by[:12]))
-            lines.append(f"- {md_code(path)} " + "; ".join(parts))
-    return "\n".join(lines) if lines else "No import edges were found for these files."
 
 
 def _skeleton(cells: Sequence[Cell]) -> str:
@@ -151,13 +137,15 @@ def render_packet_prompt(
     packet_id: str,
     plan: PacketPlan,
     files: Mapping[str, FileRow],
-    edges: Sequence[tuple[str, str]],
+    code_map: MapInputs,
     root: Path,
     artifacts_dir: Path,
     results_path: Path,
     command: Sequence[str] = ("audit-mcp",),
     leads: Sequence[Lead] = (),
     requested: Mapping[str, Sequence[str]] | None = None,
+    earlier: Sequence[EarlierFinding] = (),
+    scope: str = "",
 ) -> str:
     """A packet's whole prompt. ``command`` runs audit-mcp (by absolute path: the reviewer's shell may not
     have it on its PATH); the shell fallback writes to ``results_path``, whose folder dispatch creates."""
@@ -176,8 +164,10 @@ def render_packet_prompt(
         task_table=_task_table(cells),
         file_table=file_table,
         chunk_notes=chunk_notes,
-        import_context=_import_context(plan, edges),
+        code_map=packet_map([(u.path, u.start_line, u.end_line) for u in plan.units], code_map),
         analyzer_leads=leads_section(leads),
+        earlier_findings=earlier_section(earlier),
+        audit_scope=scope,
         previous_attempt=previous_attempts(cells, requested),
         results_skeleton=_skeleton(cells),
         results_path=str(results_path),

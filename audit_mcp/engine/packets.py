@@ -1,26 +1,36 @@
 """Packing review tasks into packets: one subagent's worth of work.
 
-Pure: cells, file facts, import edges and a token budget in; packet plans
-out. A file (or chunk) reviewed under several lenses is read once, related
-files (import edges, then the same directory) travel together, and every
-packet's estimated tokens stay inside the budget.
+Pure: cells, file facts, the code map's weighted edges and a token budget in;
+packet plans out. A file (or chunk) reviewed under several lenses is read
+once, related files travel together, and every packet's estimated tokens stay
+inside the budget.
+
+A packet starts from the first unit not yet packed (in path order), takes the
+other chunks of its file, then grows by the code map: at each step the unit
+most tied to what the packet holds, each edge's weight (the references behind
+it) divided by the geometric mean of the two files' total weights, so that a
+file everything uses (a hub) does not pull unrelated files together. Strong
+ties come first, then the rest of the seed's folder (a Go or Java package, a
+Django app's modules), then weaker ties within the seed's top-level folder,
+then its nearest units; units of other top-level folders join only through a
+strong tie. Sharing a folder counts as a tie (``FOLDER_TIE``), so a feature's
+parts follow one of them into its packet.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, overload
 
 from audit_mcp.engine.languages import chars_per_token
 from audit_mcp.engine.lenses import RISK_LENSES
+from audit_mcp.engine.packet_ties import STRONG_TIE, Builder, WeightedEdge, ties
 from audit_mcp.store.records import Cell, FileRow
 
 TOKENS_PER_TASK = 700  # the reviewer's notes and answer for one (unit, lens) task
-MAX_FILES_PER_PACKET = 24
-MAX_TASKS_PER_PACKET = 120
 
 
 @dataclass(frozen=True)
@@ -57,7 +67,7 @@ def read_tokens(facts: tuple[str, int, int], start: int, end: int) -> int:
     return max(1, int(size * min(1.0, share) / chars_per_token(language)) + 1)
 
 
-def queued_tokens(unit: Queued, files: Mapping[str, FileRow]) -> int:
+def queued_tokens(unit: Placed, files: Mapping[str, FileRow]) -> int:
     """The tokens of reading a unit of the queue, from its file's facts when it carries them."""
     facts = unit.facts
     if facts is None:
@@ -65,9 +75,8 @@ def queued_tokens(unit: Queued, files: Mapping[str, FileRow]) -> int:
     return read_tokens(facts, unit.start_line, unit.end_line)
 
 
-class Queued(Protocol):
-    """One unit of the queue (a file or chunk) with its pending cells: ``count`` of them, built by ``cells()``
-    (by lens) only for a unit that is packed."""
+class Placed(Protocol):
+    """Where a unit of the queue (a file or chunk) is, and how many of its cells are pending."""
 
     @property
     def path(self) -> str: ...
@@ -81,6 +90,11 @@ class Queued(Protocol):
     def facts(self) -> tuple[str, int, int] | None:
         """The file's (language, size, lines), or None to look them up in the manifest."""
         ...
+
+
+class Queued(Placed, Protocol):
+    """One unit of the queue with its pending cells: ``count`` of them, built by ``cells()`` (by lens) only for
+    a unit that is packed."""
 
     def cells(self) -> Sequence[Cell]: ...
     def lenses(self) -> Sequence[str]:
@@ -207,7 +221,7 @@ def _tier(units: Sequence[Unit], tokens: int, budget: int) -> tuple[str, str]:
 def pack(
     cells: Sequence[Cell],
     files: Mapping[str, FileRow],
-    edges: Sequence[tuple[str, str]],
+    edges: Sequence[WeightedEdge],
     *,
     budget: int,
     prefix_tokens: int,
@@ -220,7 +234,7 @@ def pack(
 def pack_units(
     queue: Sequence[Queued],
     files: Mapping[str, FileRow],
-    edges: Sequence[tuple[str, str]],
+    edges: Sequence[WeightedEdge],
     *,
     budget: int,
     prefix_tokens: int,
@@ -239,11 +253,13 @@ def pack_units(
     by_path: dict[str, list[int]] = defaultdict(list)
     for i, unit in enumerate(units):
         by_path[unit.path].append(i)
-    neighbours: dict[str, set[str]] = defaultdict(set)
-    for src, dst in edges:
-        neighbours[src].add(dst)
-        neighbours[dst].add(src)
-    folders = [posixpath.dirname(u.path) for u in units]  # read at every step of the scan below
+    tied = ties(edges)
+    folders = [posixpath.dirname(u.path) for u in units]  # read at every step of the scans below
+    siblings: dict[str, list[str]] = defaultdict(list)  # each folder's files, in path order
+    for unit, folder in zip(units, folders, strict=True):
+        if not siblings[folder] or siblings[folder][-1] != unit.path:
+            siblings[folder].append(unit.path)
+    tops = [folder.split("/", 1)[0] if folder else "" for folder in folders]
     tokens = [u.tokens for u in units]
     count = len(units)
     assigned = [False] * len(units)
@@ -254,24 +270,29 @@ def pack_units(
             cursor += 1
         if cursor >= len(units):
             break
-        builder = _Builder(units, assigned, neighbours, room)
+        builder = Builder(units, assigned, tied, room, siblings)
         builder.take(cursor)
-        # Chunks of one file stay together first, then import neighbours, then the same directory.
+        # Chunks of one file stay together first, then the strongest ties, the seed's folder, the weaker ties.
         for i in by_path[units[cursor].path]:
             builder.offer(i)
-        while builder.frontier:
-            for i in by_path.get(builder.frontier.popleft(), []):
-                builder.offer(i)
-        seed_dir = folders[cursor]
-        scan, misses = cursor + 1, 0
-        while scan < count and misses < 64:
-            if not assigned[scan]:
-                # After a few misses, any directory will do: a full packet beats a tidy one. (A unit past the
-                # packet's room is a miss without asking the builder.)
-                same_dir = folders[scan] == seed_dir
-                if not ((same_dir or misses >= 8) and builder.used + tokens[scan] <= room and builder.offer(scan)):
-                    misses += 1
-            scan += 1
+        builder.follow(by_path, STRONG_TIE)
+        seed_dir, seed_top = folders[cursor], tops[cursor]
+        for nearby in (False, True):
+            # Forward in path order from the seed: its folder's units, then the nearest units of its top-level
+            # folder (an app, a package tree) that fit; never another top-level folder's, which only a tie in
+            # the code map brings in. 64 misses end a scan; a unit past the room is a miss at once.
+            scan, misses = cursor + 1, 0
+            while scan < count and misses < 64:
+                if not assigned[scan]:
+                    wanted = folders[scan] == seed_dir or (nearby and tops[scan] == seed_top)
+                    if wanted and builder.used + tokens[scan] <= room and builder.offer(scan):
+                        for i in by_path[units[scan].path]:
+                            builder.offer(i)
+                    else:
+                        misses += 1
+                scan += 1
+            if not nearby:
+                builder.follow(by_path, 0.0, seed_top)
         chosen_units = tuple(units[i].unit() for i in sorted(builder.chosen))
         estimate = prefix_tokens + builder.used
         tier, reason = _tier(chosen_units, estimate, budget)
@@ -279,42 +300,3 @@ def pack_units(
             tier, reason = "deep", f"one unit of {estimate} tokens exceeds the packet budget of {budget}"
         plans.append(PacketPlan(chosen_units, estimate, tier, reason))
     return plans
-
-
-class _Builder:
-    """One packet being filled."""
-
-    def __init__(
-        self, units: Sequence[_Slot], assigned: list[bool], neighbours: Mapping[str, set[str]], room: int
-    ) -> None:
-        self.units, self.assigned, self.neighbours, self.room = units, assigned, neighbours, room
-        self.chosen: list[int] = []
-        self.used = 0
-        self.tasks = 0
-        self.paths: set[str] = set()
-        self.frontier: deque[str] = deque()
-
-    def fits(self, i: int) -> bool:
-        unit = self.units[i]
-        new_file = unit.path not in self.paths
-        return (
-            self.used + unit.tokens <= self.room
-            and self.tasks + unit.count <= MAX_TASKS_PER_PACKET
-            and (not new_file or len(self.paths) < MAX_FILES_PER_PACKET)
-        )
-
-    def offer(self, i: int) -> bool:
-        if self.assigned[i] or not self.fits(i):
-            return False
-        self.take(i)
-        return True
-
-    def take(self, i: int) -> None:
-        unit = self.units[i]
-        self.assigned[i] = True
-        self.chosen.append(i)
-        self.used += unit.tokens
-        self.tasks += unit.count
-        if unit.path not in self.paths:
-            self.paths.add(unit.path)
-            self.frontier.extend(sorted(self.neighbours.get(unit.path, set()) - self.paths))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from audit_mcp.core.escape import md_block, md_code
+from audit_mcp.core.forecast_text import audit_lines
 from audit_mcp.core.models import HostCapabilities, Step
 from audit_mcp.core.userstate import state_arguments
 from audit_mcp.engine.dispatch_rules import opening, rolling_rules, whole_wave_rules
@@ -41,6 +42,8 @@ class StepContext:
     report_path: Path | None = None
     command: tuple[str, ...] = ("audit-mcp",)  # runs this installation (by absolute path, see core.executable)
     forecast: dict[str, Any] | None = None  # the next run, before it is dispatched (usecases.forecasting)
+    # The whole audit, before its first dispatch (usecases.audit_forecast): the step's forecast.audit.
+    audit_forecast: dict[str, Any] | None = None
     retry_after_seconds: float | None = None  # a wait step: when to call next_step again
     obligations: dict[str, dict[str, int]] = field(default_factory=dict)  # cells by kind, then state
 
@@ -54,8 +57,9 @@ def _coverage_line(ctx: StepContext) -> str:
     c = ctx.coverage
     if not c:
         return "No coverage matrix yet."
+    carried = f"{c['carried']} carried from earlier audits (content unchanged), " if c.get("carried") else ""
     return (
-        f"{c.get('total', 0)} cells: {c.get('reviewed', 0)} reviewed, {c.get('not_applicable', 0)} not "
+        f"{c.get('total', 0)} cells: {c.get('reviewed', 0)} reviewed, {carried}{c.get('not_applicable', 0)} not "
         f"applicable, {c.get('pending', 0)} pending, {c.get('assigned', 0)} assigned, {c.get('failed', 0)} "
         f"failed. Completeness: {ctx.completeness}." + obligations_line(ctx.obligations)
     )
@@ -69,6 +73,18 @@ def _launch_offsets(outstanding: list[dict[str, Any]]) -> dict[str, float]:
     raw = {p["packet_id"]: float(p.get("not_before_seconds") or 0.0) for p in outstanding}
     base = min(raw.values(), default=0.0)
     return {packet: round(at - base, 1) for packet, at in raw.items() if at - base > 0}
+
+
+def _audit_note(forecast: dict[str, Any]) -> str:
+    """The whole audit's forecast, for the host to tell the user before any subagent starts."""
+    return "The whole audit, to tell the user before any subagent starts: " + " ".join(audit_lines(forecast))
+
+
+def _with_audit(forecast: dict[str, Any] | None, whole: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The step's forecast: the run's, with the whole audit's under ``audit`` before the first dispatch."""
+    if whole is None:
+        return forecast
+    return {**(forecast or {}), "audit": whole}
 
 
 def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
@@ -91,6 +107,8 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         schedule_note += (
             f" Forecast: {shape}, ~{forecast['estimated_input_tokens']:,} input tokens, {forecast['time_range']}."
         )
+    if ctx.audit_forecast:
+        schedule_note += " " + _audit_note(ctx.audit_forecast)
     if planned.get("oversize_packets"):
         schedule_note += (
             " Warning: packet(s) " + ", ".join(planned["oversize_packets"]) + " may exceed the "
@@ -168,7 +186,7 @@ def _dispatch(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         "packets_outstanding": len(ctx.outstanding),
         "packet_ids": [p["packet_id"] for p in ctx.outstanding],
         "cooldown_until": cooldown,
-        "forecast": forecast,
+        "forecast": _with_audit(forecast, ctx.audit_forecast),
         "launch_offsets": offsets or None,
         "launch_interval_seconds": interval if offsets else None,
     }
@@ -193,7 +211,7 @@ def _single(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
         task_count=str(len(packet["tasks"])),
         submit_cli=submit_cli,
         next_cli=_cli(ctx, "next-step"),
-        coverage_line=_coverage_line(ctx),
+        coverage_line=_coverage_line(ctx) + (f"\n\n{_audit_note(ctx.audit_forecast)}" if ctx.audit_forecast else ""),
     )
     actions = [
         f'submit_packet(run_id="{ctx.run_id}", packet_id="{packet["packet_id"]}", results=[...])',
@@ -202,6 +220,8 @@ def _single(ctx: StepContext) -> tuple[str, list[str], str, dict[str, Any]]:
     ]
     stop = f"Stop after packet {packet['packet_id']} is accepted; then call next_step."
     extra = {"wave_size": 1, "waves": [1], "packets_outstanding": 1, "packet_ids": [packet["packet_id"]]}
+    if ctx.audit_forecast:
+        extra["forecast"] = {"audit": ctx.audit_forecast}
     return prompt, actions, stop, extra
 
 
@@ -219,9 +239,10 @@ def render_step(ctx: StepContext, prompt_path: Path) -> tuple[Step, str]:
             can_cli=can_cli,
             cannot_cli=cannot_cli,
             coverage_line=_coverage_line(ctx),
-            forecast_line=forecast_line(ctx.forecast),
+            forecast_line=forecast_line(ctx.forecast)
+            + (f"\n\n{_audit_note(ctx.audit_forecast)}" if ctx.audit_forecast else ""),
         )
-        extra = {"forecast": ctx.forecast}
+        extra = {"forecast": _with_audit(ctx.forecast, ctx.audit_forecast)}
         actions = [
             "next_step(host_can_dispatch_subagents=true|false, host_max_active_subagents=N, "
             "host_can_restrict_subagent_tools=true|false, host_can_select_subagent_model=true|false, "

@@ -14,7 +14,7 @@ carried is judged, a summary says what was examined.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from audit_mcp.core.errors import PathError
@@ -34,6 +34,7 @@ from audit_mcp.engine.checks import (
     squash,
     vacuous,
 )
+from audit_mcp.engine.earlier_checks import check_earlier
 from audit_mcp.engine.inputs import TaskResult, Usage, shape_problems
 from audit_mcp.store.records import Cell, Lead
 
@@ -48,9 +49,11 @@ class PacketValidator:
         read_lines: Callable[[str], list[str] | None],
         known_files: Callable[[str], bool],
         leads: Sequence[Lead] = (),
+        earlier: Mapping[str, Collection[str]] | None = None,
     ) -> None:
         self.packet_id = packet_id
         self.leads = {x.lead_id: x for x in leads}
+        self.earlier = earlier or {}  # task id -> the references of its earlier findings (E1 ...)
         self.cells = {c.task_id: c for c in cells}
         self.packet_files = sorted({c.path for c in cells})
         self._read_lines = read_lines
@@ -133,6 +136,18 @@ class PacketValidator:
                     findings.append(finding)
         leads = item.get("leads") if ("leads",) not in bad else None
         verdicts = self._verdicts(out, leads, cell, status, loc, {b[1] for b in bad if len(b) == 2 and b[0] == "leads"})
+        answers = check_earlier(
+            out,
+            item.get("earlier") if ("earlier",) not in bad else None,
+            cell,
+            status,
+            loc,
+            self.earlier.get(cell.task_id, ()),
+            {int(b[1]) for b in bad if len(b) == 2 and b[0] == "earlier"},
+            lambda o, obj, where: self._location(o, obj, where, allowed=None),
+            self._check_evidence,
+            lambda o, obj, key, where: _text(o, obj, key, where, required=False),
+        )
         if len(out.errors) > errors_before:
             return None
         result: dict[str, Any] = {"task_id": cell.task_id, "status": status, "summary": summary, "findings": findings}
@@ -140,6 +155,8 @@ class PacketValidator:
             result["reason"] = reason
         if verdicts:
             result["leads"] = verdicts
+        if answers:
+            result["earlier"] = answers
         return result
 
     @property

@@ -7,11 +7,12 @@ shifts and re-indentation do not turn an old finding into a new one.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from audit_mcp.findings.synthesis import Finding, Synthesis
+from audit_mcp.store.records import Resolution
 
 NEW, PERSISTING, RESOLVED, NOT_RECHECKED = "new", "persisting", "resolved", "not_rechecked"
 SARIF_BASELINE = {NEW: "new", PERSISTING: "unchanged", RESOLVED: "absent"}
@@ -26,6 +27,8 @@ class Comparison:
     """Previous findings this audit no longer reports, where it reviewed the file again."""
     not_rechecked: list[Finding]
     """Previous findings in places this audit did not review again: neither fixed nor confirmed."""
+    why: dict[str, str] = field(default_factory=dict)
+    """Why each resolved finding is resolved, by its fingerprint."""
 
     def counts(self) -> dict[str, int]:
         values = list(self.states.values())
@@ -38,7 +41,7 @@ class Comparison:
 
     def as_json(self) -> dict[str, Any]:
         def brief(f: Finding) -> dict[str, Any]:
-            return {
+            out = {
                 "fingerprint": f.fingerprint,
                 "title": f.title,
                 "severity": f.severity,
@@ -47,6 +50,9 @@ class Comparison:
                 "start_line": f.start_line,
                 "end_line": f.end_line,
             }
+            if f.fingerprint in self.why:
+                out["resolved_because"] = self.why[f.fingerprint]
+            return out
 
         return {
             "baseline_audit_id": self.baseline_audit_id,
@@ -57,21 +63,44 @@ class Comparison:
 
 
 def compare(
-    current: Synthesis, previous: Synthesis, baseline_audit_id: int, reviewed: Collection[tuple[str, str]]
+    current: Synthesis,
+    previous: Synthesis,
+    baseline_audit_id: int,
+    resolutions: Mapping[str, Resolution],
+    present: Collection[str],
 ) -> Comparison:
-    """``reviewed`` holds the (file, lens) pairs the current audit reviewed."""
+    """Match this audit's findings with the previous audit's by fingerprint. A previous finding this audit
+    does not hold is resolved only for a reason: a reviewer shown it said fixed or wrong citing the code, or
+    its lines or its file are gone (``resolutions``, by fingerprint; ``present`` the files of this audit's
+    manifest); any other is not rechecked (a finding is never closed because nobody reported it again)."""
     before = {alias for f in previous.findings for alias in (f.aliases or [f.fingerprint])}
     now = {alias for f in current.findings for alias in (f.aliases or [f.fingerprint])}
     states = {
         f.fingerprint: PERSISTING if before.intersection(f.aliases or [f.fingerprint]) else NEW
         for f in current.findings
     }
-    resolved, unchecked = [], []
+    resolved, unchecked, why = [], [], {}
     for f in previous.findings:
         if now.intersection(f.aliases or [f.fingerprint]):
             continue
-        if any((f.file, lens) in reviewed for lens in f.lenses):
+        record = next((resolutions[a] for a in (f.aliases or [f.fingerprint]) if a in resolutions), None)
+        if record is not None:
+            why[f.fingerprint] = _because(record)
+            resolved.append(f)
+        elif f.file not in present:
+            why[f.fingerprint] = f"its file {f.file} is gone"
             resolved.append(f)
         else:
             unchecked.append(f)
-    return Comparison(baseline_audit_id, states, resolved, unchecked)
+    return Comparison(baseline_audit_id, states, resolved, unchecked, why)
+
+
+def _because(record: Resolution) -> str:
+    detail = record.detail
+    if record.how == "lines_gone":
+        return "its lines are gone: the evidence is no longer in the file"
+    cited = detail.get("cited") or {}
+    place = f"{cited.get('file')}:{cited.get('start_line')}-{cited.get('end_line')}" if cited else "no place"
+    what = "fixed" if record.how == "fixed" else "wrong (never a defect)"
+    reason = detail.get("reason") or "no reason"
+    return f"{what}, by the re-review in {detail.get('packet_id')}: {reason} (citing {place})"

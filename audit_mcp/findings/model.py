@@ -55,6 +55,11 @@ class Finding:
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     runtime_evidence: list[dict[str, Any]] = field(default_factory=list)
     merged_pairs: list[dict[str, Any]] = field(default_factory=list)  # verifiers who judged two reports one defect
+    # Where an earlier audit's finding stands here without being reported again: carried with its unchanged
+    # cell ({audit_id, git_head} of the audit that reported it), or kept open by a re-review that was shown it
+    # and neither reported it again nor showed it fixed or wrong (why, in a sentence).
+    carried_from: dict[str, Any] | None = None
+    kept_open: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +90,8 @@ class Finding:
             "verifications": self.verdicts,
             "runtime_evidence": self.runtime_evidence,
             "merged_duplicates": self.merged_pairs,
+            "carried_from": self.carried_from,
+            "kept_open": self.kept_open,
         }
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit_mcp.core.escape import md_block, md_cell, md_code, md_fence, md_inline
+from audit_mcp.core.forecast_text import audit_lines, usage_line
 from audit_mcp.findings.comparison import NEW, PERSISTING, Comparison
 from audit_mcp.findings.report_opinions import (
     Opinions,
@@ -52,8 +53,11 @@ class ReportInput:
     completeness_reason: str | None = None  # why it is not complete when that is not a gap (nothing in scope)
     blocker: str | None = None
     abandoned: str | None = None  # when and why the audit was abandoned: its report stays provisional for good
+    carried: Mapping[int, int] = field(default_factory=dict)  # cells carried unchanged, by the audit that reviewed them
     scripted_reviewers: Sequence[str] = ()  # labels of programs, not models, that answered the packets
     opinions: Opinions = field(default_factory=Opinions)
+    # What the runs reported using, beside the forecast shown with the first dispatch (``usecases.usage``).
+    usage: Mapping[str, Any] | None = None
 
 
 def _at(path: str, start: int, end: int | None = None) -> str:
@@ -72,6 +76,8 @@ def render_markdown(r: ReportInput) -> str:
         f"{r.totals.get('reviewed', 0)} reviewed, {r.totals.get('not_applicable', 0)} not applicable, "
         f"{r.totals.get('failed', 0)} failed, {r.totals.get('skipped', 0)} skipped; {r.runs} run(s)."
     )
+    if r.carried:
+        out.append(f"\n{carried_line(r)}")
     out += [f"\n{line}" for line in honesty_notes(r)]
     head = r.git_head[:12] if r.git_head else "no git HEAD"
     out.append(
@@ -140,6 +146,10 @@ def render_markdown(r: ReportInput) -> str:
         ]
         if f.finding_id in confirmed:
             out.append(f"Confirms analyzer lead(s): {', '.join(confirmed[f.finding_id])}.")
+        if f.carried_from:
+            out.append(f"Carried from {carried_label(f.carried_from)}: its lines are unchanged since that review.")
+        if f.kept_open:
+            out.append(f"Kept open: {md_inline(f.kept_open)}.")
         if len(f.severity_reasons) > 1:
             out.append(
                 f"Reported {len(f.severity_reasons)} times; the severity is the highest of: "
@@ -163,6 +173,8 @@ def render_markdown(r: ReportInput) -> str:
         out += _comparison_section(r.comparison)
     if r.leads:
         out += _leads_section(r.leads)
+    if r.usage is not None:
+        out += _usage_section(r.usage)
     out += [
         "## Coverage",
         "",
@@ -193,6 +205,25 @@ def render_markdown(r: ReportInput) -> str:
     for fr in r.skipped_files:
         out.append(f"- skipped file: {md_code(fr.path)}: {md_inline(fr.skip_reason or '')}")
     return "\n".join(out).rstrip() + "\n"
+
+
+def carried_line(r: ReportInput) -> str:
+    """How much of the audit is carried from earlier reviews, and from which audits."""
+    total = sum(r.carried.values())
+    by = "; ".join(f"{n} reviewed in audit {a}" for a, n in sorted(r.carried.items()))
+    reviewed_here = r.totals.get("reviewed", 0) + r.totals.get("not_applicable", 0)
+    scope = (
+        "This audit reviewed nothing itself: every cell was carried."
+        if not reviewed_here and total == r.totals.get("total", 0) - r.totals.get("skipped", 0)
+        else f"This audit reviewed {reviewed_here} cell(s) itself: what changed, and what no audit had reviewed."
+    )
+    return f"Carried forward, content unchanged since its review: {total} cell(s) ({by}). {scope}"
+
+
+def carried_label(origin: Mapping[str, Any]) -> str:
+    """``audit 2 (commit 3f9c2ab1)``: where a carried finding was reported."""
+    head = origin.get("git_head")
+    return f"audit {origin.get('audit_id')}" + (f" (commit {str(head)[:12]})" if head else "")
 
 
 def _reviewed_line(r: ReportInput) -> str:
@@ -232,15 +263,27 @@ def _nothing_found(r: ReportInput) -> str:
     return "No findings in what was reviewed; the gaps below were not reviewed."
 
 
+def _usage_section(usage: Mapping[str, Any]) -> list[str]:
+    """The forecast shown with the first dispatch, and what the runs reported using."""
+    out = ["## Forecast and usage", ""]
+    before = usage.get("forecast_at_first_dispatch")
+    if before:
+        out += ["Forecast with the first dispatch:", ""] + [f"- {md_inline(line)}" for line in audit_lines(before)]
+    else:
+        out.append("No forecast was kept for this audit (it was dispatched before forecasts were kept).")
+    return [*out, "", md_inline(usage_line(usage)), ""]
+
+
 def _comparison_section(c: Comparison) -> list[str]:
     out = ["## Changes since the previous audit", "", f"Matched by fingerprint against audit {c.baseline_audit_id}."]
     for label, state in (("New", NEW), ("Persisting", PERSISTING)):
         ids = [fp for fp, st in c.states.items() if st == state]
         out.append(f"- {label}: {len(ids)}.")
-    out.append(f"- Resolved (reviewed again, no longer reported): {len(c.resolved)}.")
+    out.append(f"- Resolved (each for the reason given): {len(c.resolved)}.")
     for f in c.resolved:
         out.append(
-            f"  - [{f.severity}] {md_inline(f.title)} ({_at(f.file, f.start_line)}, fingerprint `{f.fingerprint}`)"
+            f"  - [{f.severity}] {md_inline(f.title)} ({_at(f.file, f.start_line)}, fingerprint `{f.fingerprint}`): "
+            f"{md_inline(c.why.get(f.fingerprint, 'no longer reported'))}"
         )
     out.append(f"- Not rechecked (their file and lens were not reviewed this time): {len(c.not_rechecked)}.")
     for f in c.not_rechecked:
@@ -305,6 +348,7 @@ def render_json(r: ReportInput) -> dict[str, Any]:
         "completeness": r.completeness,
         "completeness_reason": r.completeness_reason,
         "provisional": r.provisional,
+        "carried": {"cells": sum(r.carried.values()), "by_audit": {str(a): n for a, n in sorted(r.carried.items())}},
         "reviews": {"scripted": bool(r.scripted_reviewers), "by": list(r.scripted_reviewers)},
         "summary": {"findings_by_severity": s.by_severity(), "work_blocks": len(s.blocks), "refuted": len(s.refuted)},
         "work_blocks": [b.as_json() for b in s.blocks],
@@ -313,6 +357,7 @@ def render_json(r: ReportInput) -> dict[str, Any]:
         **opinions_json(s, r.opinions),
         "comparison": r.comparison.as_json() if r.comparison is not None else None,
         "leads": [dict(x) for x in r.leads],
+        "usage": dict(r.usage) if r.usage is not None else None,
         "coverage": {
             "totals": dict(r.totals),
             "by_lens": {k: dict(v) for k, v in r.coverage_by_lens.items()},

@@ -185,10 +185,17 @@ def _result(
         result["baselineState"] = baseline
     if leads:
         result["properties"]["confirmsLeads"] = leads
+    if f.carried_from:
+        result["properties"]["carriedFrom"] = {
+            "auditId": f.carried_from.get("audit_id"),
+            "gitHead": f.carried_from.get("git_head"),
+        }
+    if f.kept_open:
+        result["properties"]["keptOpen"] = f.kept_open
     result["properties"] |= _opinions(f)
     if f.status == REFUTED:
         why = "; ".join(v.get("rationale", "") for v in f.verdicts) or "refuted by a verifier"
-        # Spec-correct, but GitHub code scanning ignores suppressions: see the README ("SARIF output").
+        # Spec-correct, but GitHub code scanning ignores suppressions: see docs/reports.md ("SARIF").
         result["suppressions"] = [
             {"kind": "external", "status": "accepted", "justification": clip(f"Refuted by a verifier: {why}", 1_000)}
         ]

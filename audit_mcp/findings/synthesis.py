@@ -89,6 +89,11 @@ def _merge_into(target: Finding, raw: dict[str, Any], fp: str) -> None:
     for rel in raw.get("related_locations", []):
         if rel not in target.related_locations:
             target.related_locations.append(rel)
+    # Reported in this audit by any of its raws: it is this audit's finding, not one carried or kept open.
+    if raw.get("carried_from") is None:
+        target.carried_from = None
+    if raw.get("kept_open") is None:
+        target.kept_open = None
 
 
 def category_id(raw: dict[str, Any]) -> str:
@@ -156,6 +161,8 @@ def synthesize(raw_findings: Sequence[dict[str, Any]], same: Collection[tuple[st
             aliases=[fp],
             categories=[raw["category"]],
             category_id=cid,
+            carried_from=raw.get("carried_from"),
+            kept_open=raw.get("kept_open"),
         )
         merged.append(finding)
         by_file.setdefault(finding.file, []).append(finding)

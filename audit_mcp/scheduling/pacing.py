@@ -1,6 +1,6 @@
 """Between the use cases and the pure scheduler: settings, what a merged run taught, and the views.
 
-Knobs (README, "Rate limits and waves"): ``[scheduler]`` in the session config
+Knobs (docs/scheduling.md): ``[scheduler]`` in the session config
 (``half_life_hours``, ``wave_kind``, ``probe``); the environment variables
 ``AUDIT_MCP_HALF_LIFE_HOURS``, ``AUDIT_MCP_WAVE_KIND``, ``AUDIT_MCP_PROBE`` win
 over the file, and ``core.config`` has already applied and validated them.

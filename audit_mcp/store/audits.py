@@ -9,7 +9,7 @@ from typing import Any
 from audit_mcp.store.queries import Connection, Queries
 from audit_mcp.store.records import AuditRow, FileRow
 
-_FILE_COLUMNS = "path, language, size, line_count, sha256, scope, skip_reason, kind, stat"
+_FILE_COLUMNS = "path, language, size, line_count, sha256, scope, skip_reason, kind, stat, cuts"
 
 
 class AuditQueries(Queries):
@@ -94,10 +94,22 @@ class AuditQueries(Queries):
     # files and edges ----------------------------------------------------------
     def insert_files(self, audit_id: int, rows: Iterable[FileRow]) -> None:
         self.conn.executemany(
-            "INSERT INTO files (audit_id, path, language, size, line_count, sha256, scope, skip_reason, kind, stat)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files (audit_id, path, language, size, line_count, sha256, scope, skip_reason, kind, stat,"
+            " cuts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (audit_id, r.path, r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, r.kind, r.stat)
+                (
+                    audit_id,
+                    r.path,
+                    r.language,
+                    r.size,
+                    r.line_count,
+                    r.sha256,
+                    r.scope,
+                    r.skip_reason,
+                    r.kind,
+                    r.stat,
+                    r.cuts,
+                )
                 for r in rows
             ],
         )
@@ -127,13 +139,26 @@ class AuditQueries(Queries):
             row["skip_reason"],
             row["kind"],
             row["stat"],
+            row["cuts"],
         )
 
     def update_file(self, audit_id: int, r: FileRow) -> None:
         self.conn.execute(
             "UPDATE files SET language = ?, size = ?, line_count = ?, sha256 = ?, scope = ?, skip_reason = ?,"
-            " kind = ?, stat = ? WHERE audit_id = ? AND path = ?",
-            (r.language, r.size, r.line_count, r.sha256, r.scope, r.skip_reason, r.kind, r.stat, audit_id, r.path),
+            " kind = ?, stat = ?, cuts = ? WHERE audit_id = ? AND path = ?",
+            (
+                r.language,
+                r.size,
+                r.line_count,
+                r.sha256,
+                r.scope,
+                r.skip_reason,
+                r.kind,
+                r.stat,
+                r.cuts,
+                audit_id,
+                r.path,
+            ),
         )
 
     def files_in_order(self, audit_id: int) -> FileWindow:

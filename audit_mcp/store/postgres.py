@@ -168,7 +168,7 @@ class PostgresStore:
         except (PoolTimeout, psycopg.OperationalError) as exc:
             raise StateError(
                 f"the PostgreSQL store {redact(self.url)} failed: {exc}. Check that the server runs and accepts "
-                'this user (see the README\'s "Shared store (PostgreSQL)"), then try again; nothing was changed.'
+                "this user (see docs/shared-store.md), then try again; nothing was changed."
             ) from exc
 
     def _migrate(self, migrations: tuple[tuple[str, str], ...]) -> None:

@@ -19,6 +19,8 @@ class CellState(StrEnum):
     NOT_APPLICABLE = "not_applicable"
     FAILED = "failed"
     SKIPPED = "skipped"
+    # Reviewed by an earlier audit, and the content it saw is unchanged: its review and findings stand here.
+    CARRIED = "carried"
 
 
 class CellKind(StrEnum):
@@ -32,7 +34,7 @@ class CellKind(StrEnum):
 CONTEXT_TASK_ID = "C0001"  # the task id of an audit's one context cell
 
 OPEN_STATES = (CellState.PENDING, CellState.ASSIGNED)
-DONE_STATES = (CellState.REVIEWED, CellState.NOT_APPLICABLE)
+DONE_STATES = (CellState.REVIEWED, CellState.NOT_APPLICABLE, CellState.CARRIED)
 VERDICTS = ("confirmed", "refuted")  # what a reviewer may say of an analyzer lead
 
 
@@ -116,6 +118,28 @@ class FileRow:
     # What the file's status said when it was read (engine.file_stat), or None when it cannot vouch for the
     # bytes; not part of the row's identity.
     stat: str | None = field(default=None, compare=False)
+    # The lines a chunk of the file may start at (its definitions, from the code map), comma-separated; only
+    # for a file that is chunked, else None (engine.coverage.file_ranges).
+    cuts: str | None = field(default=None, compare=False)
+
+
+class EntryPoint(NamedTuple):
+    """A way into the code the code map found: a route's handler, or a program's ``main``."""
+
+    path: str
+    line: int
+    symbol: str
+    how: str
+
+
+class MapEdge(NamedTuple):
+    """A code map edge as the store keeps it: its links encoded (``engine.codemap.model``), ``None`` for an
+    edge stored before the map carried them."""
+
+    src: str
+    dst: str
+    weight: int
+    links: str | None
 
 
 @dataclass(frozen=True)
@@ -246,3 +270,23 @@ class RuntimeEvidence:
     verdict: str  # reproduced | not_reproduced
     payload: dict[str, Any]  # kind, command, output, source, added_by, truncated
     added_at: str
+
+
+class EarlierFinding(NamedTuple):
+    """A finding an earlier audit reported in the lines a cell re-reviews: shown to its reviewer as ``ref``
+    (E1, E2 ...), kept open unless the reviewer shows it fixed or wrong, or its lines are gone."""
+
+    task_id: str
+    ref: str
+    from_audit: int
+    fingerprint: str
+    finding: dict[str, Any]
+
+
+class Resolution(NamedTuple):
+    """How an earlier finding was resolved: ``fixed`` or ``wrong`` (a reviewer shown it said so, citing the
+    code), or ``lines_gone`` (its evidence is no longer in its file); ``detail`` holds the reason and citation."""
+
+    fingerprint: str
+    how: str
+    detail: dict[str, Any]

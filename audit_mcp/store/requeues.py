@@ -45,7 +45,7 @@ class RequeueQueries(Queries):
             # Each open request looks up its own cell: the cost is the requests', not the audit's cells'.
             "UPDATE requeues SET served_run_id = ? WHERE audit_id = ? AND served_run_id IS NULL AND EXISTS"
             " (SELECT 1 FROM cells c WHERE c.audit_id = ? AND c.task_id = requeues.task_id AND c.run_id = ?"
-            " AND c.state IN ('reviewed', 'not_applicable'))",
+            " AND c.state IN ('reviewed', 'not_applicable', 'carried'))",
             (run_id, audit_id, audit_id, run_id),
         )
         return cursor.rowcount

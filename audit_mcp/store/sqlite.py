@@ -77,7 +77,7 @@ class Store:
         conn.execute("PRAGMA foreign_keys = ON")
         # In write-ahead-log mode a commit is in the log file before COMMIT returns, so it survives the
         # process crashing at any point; the log is synced to disk at checkpoints rather than at every
-        # commit, so an OS crash or power loss can roll back the last commits (README, "Durability").
+        # commit, so an OS crash or power loss can roll back the last commits (docs/operations.md, "Durability").
         conn.execute("PRAGMA synchronous = NORMAL")
         # A checkpoint (two syncs and the log's pages copied in) runs in the commit that crosses the limit:
         # one every WAL_CHECKPOINT_PAGES pages, not every 1,000 (SQLite's default), keeps it out of most

@@ -1,11 +1,13 @@
 """One transaction's queries: every aggregate's, on one connection.
 
 All of the project's SQL lives in this package, split by aggregate: audits and
-their files (``audits``), the coverage matrix (``cells``) and its queue read unit by unit (``queue``), runs,
+their files (``audits``), the code map's edges and entry points (``code_maps``), the coverage
+matrix (``cells``) and its queue read unit by unit (``queue``), runs,
 packets and submissions (``runs``), what a run in flight was scheduled for and the failures reported
 while it runs (``inflight``), findings, failures and leads (``findings``), the threat model, verdicts and
 runtime evidence (``opinions``), the ledger (``ledger``), requeue requests (``requeues``) and packet claims
-(``claims``), forecasts recorded under the queue's generation (``forecasts``). SQL stays portable.
+(``claims``), forecasts recorded under the queue's generation (``forecasts``), and the repository's history
+(``history``). SQL stays portable.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 from audit_mcp.store.audits import AuditQueries
 from audit_mcp.store.cells import CellQueries
 from audit_mcp.store.claims import ClaimQueries
+from audit_mcp.store.code_maps import CodeMapQueries
 from audit_mcp.store.findings import FindingQueries
 from audit_mcp.store.forecasts import ForecastQueries
 from audit_mcp.store.generation import GenerationQueries
+from audit_mcp.store.history import HistoryQueries
 from audit_mcp.store.inflight import InflightQueries
 from audit_mcp.store.ledger import LedgerQueries
 from audit_mcp.store.opinions import OpinionQueries
@@ -26,6 +30,7 @@ from audit_mcp.store.runs import RunQueries
 
 class Tx(
     AuditQueries,
+    CodeMapQueries,
     CellQueries,
     QueueQueries,
     RunQueries,
@@ -37,5 +42,6 @@ class Tx(
     ClaimQueries,
     GenerationQueries,
     ForecastQueries,
+    HistoryQueries,
 ):
     """Typed queries inside one transaction."""

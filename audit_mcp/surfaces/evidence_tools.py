@@ -6,30 +6,21 @@ Registered on the server by ``server.build_server``; errors a caller must act on
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Callable
 from typing import TypeVar
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-from audit_mcp.core.errors import AuditError
+from audit_mcp.core.executable import command_line
 from audit_mcp.core.models import EvidenceReceipt
 from audit_mcp.surfaces import params as p
 from audit_mcp.surfaces.channels import STATE_URIS, SessionChannels
+from audit_mcp.surfaces.edges import prompt_call, tool_call
 from audit_mcp.surfaces.operator_tools import Services
 
 T = TypeVar("T")
-
-
-def _call(fn: Callable[[], T]) -> T:
-    try:
-        return fn()
-    except AuditError as exc:
-        raise ToolError(str(exc)) from exc
 
 
 def register_evidence_tools(server: MCPServer, registry: Services, channels: SessionChannels) -> None:
@@ -46,12 +37,11 @@ def register_evidence_tools(server: MCPServer, registry: Services, channels: Ses
         kind: p.EvidenceKind = "reproduction",
         root: p.Root = None,
     ) -> EvidenceReceipt:
-        """Attach evidence from running the code to a finding (a reproduction and its output, a failing test, a
-        crash log): stored as untrusted text (capped), shown in the report, it moves the finding's status
-        (reproduced outranks unverified in the work blocks). The prompt reproduce_finding says how to run safely."""
-        service = _call(lambda: registry.get(root))
+        """Attach evidence from running the code to a finding (a reproduction, a failing test, a crash log):
+        stored as untrusted text, shown in the report; it moves the finding's status. See reproduce_finding."""
+        service = tool_call(lambda: registry.get(root))
         receipt = await anyio.to_thread.run_sync(
-            lambda: _call(
+            lambda: tool_call(
                 lambda: service.runtime_evidence(finding, verdict, output, command=command, kind=kind, added_by="mcp")
             )
         )
@@ -61,9 +51,6 @@ def register_evidence_tools(server: MCPServer, registry: Services, channels: Ses
     @server.prompt(title="Check a finding by running the code")
     def reproduce_finding(finding: p.PromptFinding, root: p.PromptRoot = "") -> str:
         """How to check one finding by running the code safely, and how to attach what it showed."""
-        service = _call(lambda: registry.get(root or None))
-        cli = (
-            f"audit-mcp runtime-evidence --root {shlex.quote(str(service.root))} --finding FINDING "
-            "--file OUTPUT.txt --verdict reproduced|not_reproduced --command 'THE COMMAND'"
-        )
-        return _call(lambda: service.runtime_instructions(finding, cli))
+        service = prompt_call(lambda: registry.get(root or None))
+        cli = command_line("runtime-evidence", "--root", str(service.root), "--finding", finding.strip())
+        return prompt_call(lambda: service.runtime_instructions(finding, cli))

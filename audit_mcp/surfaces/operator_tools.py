@@ -5,18 +5,16 @@ Registered on the server by ``server.build_server``; errors a caller must act on
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Protocol, TypeVar
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from audit_mcp.core.errors import AuditError
 from audit_mcp.core.models import Receipt
 from audit_mcp.core.operations import RequeueResult, TaskExplanation
 from audit_mcp.surfaces import params as p
+from audit_mcp.surfaces.edges import tool_call
 from audit_mcp.usecases.service import AuditService
 
 T = TypeVar("T")
@@ -48,38 +46,26 @@ class Services(Protocol):
     def for_run(self, run_id: str) -> AuditService: ...
 
 
-def _call(fn: Callable[[], T]) -> T:
-    try:
-        return fn()
-    except AuditError as exc:
-        raise ToolError(str(exc)) from exc
-
-
 def register_operator_tools(server: MCPServer, services: Services) -> None:
     @server.tool(
         title="Check results without submitting",
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
     def validate_results(
-        run_id: p.RunId, packet_id: p.PacketId, results: p.Results, usage: p.UsageIn = None
+        run_id: p.RunId, packet_id: p.PacketId, results: p.ResultsToCheck, usage: p.UsageToCheck = None
     ) -> Receipt:
-        """Dry-run a packet's results: the exact receipt submit_packet would give now, with nothing recorded.
-
-        Same arguments as submit_packet. The receipt has `dry_run: true`; when it says `accepted`, call
-        submit_packet with the same results to record them. Use it to check an answer before handing it in.
-        """
-        return _call(lambda: services.for_run(run_id).validate_results(run_id, packet_id, results, usage))
+        """Dry-run submit_packet: the receipt it would give now (`dry_run: true`), nothing recorded."""
+        return tool_call(lambda: services.for_run(run_id).validate_results(run_id, packet_id, results, usage))
 
     @server.tool(
         title="Explain a task",
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
     def explain_task(task_id: TaskId, root: p.Root = None) -> TaskExplanation:
-        """Everything known about one task (a file or chunk under one lens): its lines and lens, state and
-        attempts, every packet that held it with the answer each gave, failures, findings, requeue requests,
-        and in `why` the reason it is open or closed. Task ids (T00012) are in dispatch plans and the report's gaps.
+        """Everything known about one task (a file or chunk under one lens): state, attempts, the packets
+        that held it and their answers, failures, findings, requeues, and in `why` why it is open or closed.
         """
-        return _call(lambda: services.get(root).explain_task(task_id))
+        return tool_call(lambda: services.get(root).explain_task(task_id))
 
     @server.tool(
         title="Requeue for review",
@@ -93,14 +79,11 @@ def register_operator_tools(server: MCPServer, services: Services) -> None:
         findings: Findings = None,
         root: p.Root = None,
     ) -> RequeueResult:
-        """Send work back to review in the next run, with a reason that the next packet prompt shows.
-
-        Choose `files` (paths or globs like "app/**"), `lenses` (alone: every file under them; with files:
-        those files under them), `tasks` (T00012) or `findings` (report id F003 or fingerprint: the cells of
-        the finding's lines under its lenses). Findings already reported are kept. Tasks out in the open run
-        are left alone (listed in `not_requeued`). Then call next_step.
+        """Send work back to review in the next run, with a reason its packet prompt shows: `files` (paths
+        or globs), `lenses`, `tasks` or `findings`. Findings reported are kept; tasks out in the open run are
+        left alone (`not_requeued`). Then call next_step.
         """
-        return _call(
+        return tool_call(
             lambda: services.get(root).requeue(
                 reason, files=files or [], lenses=lenses or [], tasks=tasks or [], findings=findings or []
             )

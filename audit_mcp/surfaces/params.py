@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, SkipValidation
+from pydantic import Field, SkipValidation, WithJsonSchema
 
-from audit_mcp.engine.inputs import Failure, TaskResult, Usage
+from audit_mcp.engine.inputs import Failure, TaskResult, Usage, lean_schema
 
 Root = Annotated[
     str | None,
-    Field(
-        description="Absolute path of the repository to audit. Leave it out to use the server's configured root "
-        "(its --root, else its working directory)."
-    ),
+    Field(description="Absolute path of the repository; leave it out for the server's own (its --root)."),
 ]
 PromptRoot = Annotated[
     str,
@@ -21,11 +18,11 @@ PromptRoot = Annotated[
 ]
 RunId = Annotated[
     str,
-    Field(description="The review run's id, as the dispatch_review step and its dispatch plan give it (e.g. A1-R1)."),
+    Field(description="The run's id, as the step and its dispatch plan give it (e.g. A1-R2-3f9c2a)."),
 ]
 PacketId = Annotated[
     str,
-    Field(description="The packet's id from the dispatch plan or its prompt (e.g. A1-R1-P03)."),
+    Field(description="The packet's id from the dispatch plan or its prompt (e.g. A1-R2-3f9c2a-P03)."),
 ]
 CanDispatch = Annotated[
     bool | None,
@@ -75,14 +72,31 @@ Provider = Annotated[
 Results = Annotated[
     list[TaskResult] | str,
     SkipValidation,  # the server checks it (and says where and how to fix it), by these same models
+    # The shape, bounds and choices of these models without their field descriptions, which every packet prompt
+    # gives its reviewer in full: the schema every host conversation carries stays small.
+    WithJsonSchema({"anyOf": [lean_schema(list[TaskResult]), {"type": "string"}]}),
     Field(
-        description="One result per task of the packet, or that array as a JSON string; an object "
-        '{"results": [...], "usage": {...}} is read too.'
+        description="One result per task of the packet, as the packet prompt describes it (or that array as a JSON "
+        'string; {"results": [...], "usage": {...}} is read too).'
     ),
+]
+# validate_results takes what submit_packet takes; its schema points there instead of repeating it.
+ResultsToCheck = Annotated[
+    list[TaskResult] | str,
+    SkipValidation,
+    WithJsonSchema({"type": ["array", "string"]}),
+    Field(description="The results exactly as submit_packet would take them (its schema describes them)."),
+]
+UsageToCheck = Annotated[
+    Usage | None,
+    SkipValidation,
+    WithJsonSchema({"type": "object"}),
+    Field(description="The usage exactly as submit_packet would take it."),
 ]
 UsageIn = Annotated[
     Usage | None,
     SkipValidation,
+    WithJsonSchema({"anyOf": [lean_schema(Usage), {"type": "null"}]}),
     Field(description="What this review cost, as far as known; leave out what you do not know."),
 ]
 Failures = Annotated[
@@ -119,10 +133,7 @@ EvidenceVerdict = Annotated[
 ]
 EvidenceOutput = Annotated[
     str,
-    Field(
-        description="What running it printed (stdout and stderr), the failing test's report or the crash log. "
-        "Stored as untrusted text, the first 48,000 and last 16,000 characters of a longer one."
-    ),
+    Field(description="What running it printed (stdout and stderr), the failing test's report or the crash log."),
 ]
 EvidenceCommand = Annotated[
     str | None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,7 +16,7 @@ import anyio.from_thread
 import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ToolAnnotations
@@ -33,10 +33,12 @@ from audit_mcp.core.models import (
 )
 from audit_mcp.core.progress import Progress
 from audit_mcp.core.version import __version__
+from audit_mcp.engine.inputs import Submission
 from audit_mcp.engine.plan_pages import PAGE_CHARS
 from audit_mcp.surfaces import params as p
 from audit_mcp.surfaces.channels import STATE_URIS, STEP_URIS, SessionChannels, digest
 from audit_mcp.surfaces.completions import install_completions
+from audit_mcp.surfaces.edges import AuditServer, prompt_call, resource_read, tool_call
 from audit_mcp.surfaces.evidence_tools import register_evidence_tools
 from audit_mcp.surfaces.operator_tools import register_operator_tools
 from audit_mcp.surfaces.page_route import install_page
@@ -52,13 +54,6 @@ INSTRUCTIONS = (
     "returned step says (its prompt is the resource audit://step/current/prompt), and call next_step again "
     "until the step kind is present_report or blocked."
 )
-
-
-def _call(fn: Callable[[], T]) -> T:
-    try:
-        return fn()
-    except AuditError as exc:
-        raise ToolError(str(exc)) from exc
 
 
 def _reporter(ctx: Context, channels: SessionChannels) -> Progress:
@@ -98,14 +93,6 @@ def _client_name(ctx: Context | None) -> str | None:
     return getattr(info, "name", None)
 
 
-def _found(read: Callable[[], T]) -> T:
-    """A resource's content, or resource-not-found (not an internal error) before an audit exists."""
-    try:
-        return read()
-    except NotFoundError as exc:
-        raise ResourceNotFoundError(str(exc)) from exc
-
-
 def build_server(
     root: Path | None = None,
     artifacts_dir: Path | None = None,
@@ -122,7 +109,7 @@ def build_server(
     naming any other folder is refused. ``page_security``: serve the audit page at ``/`` of its HTTP app,
     behind these Host/Origin settings (the ones its ``/mcp`` gets)."""
     registry = Registry(root, artifacts_dir, config_path, clock, allowed_roots, (store, audit_name))
-    server = MCPServer("audit-mcp", version=__version__, instructions=INSTRUCTIONS, **settings)
+    server = AuditServer("audit-mcp", version=__version__, instructions=INSTRUCTIONS, **settings)
     channels = SessionChannels()
     channels.install(server)
     install_completions(server, lambda run_id: registry.for_run(run_id) if run_id else current(), registry.roots)
@@ -145,21 +132,15 @@ def build_server(
         since: p.Since = None,
         analyzer_results: p.AnalyzerResults = None,
     ) -> Step:
-        """Advance the audit of a repository and return the one step the host must do next.
+        """Advance the audit and return the one step the host must do next.
 
-        The server runs every deterministic obligation it can (intake, planning, merging, the report)
-        and returns a step: capability_check, dispatch_review, single_task_fallback, present_report or
-        blocked. Read the step's prompt (resource audit://step/current/prompt) and do exactly that.
-        Host capability arguments are answers to a capability_check and are remembered for the audit;
-        `host_dispatch_mode` says whether the host refills a subagent slot as soon as one finishes
-        (`rolling`) or waits for every subagent of a wave (`whole_wave`): the run is planned and the
-        prompt written for that mode.
-        `new_audit` starts a fresh audit after a finished one; `retry_blocked` clears a blocker once
-        its cause is fixed. `since` (a git ref) limits an audit that starts now to the files changed since it.
-        `analyzer_results` names analyzer output (SARIF, bandit or semgrep JSON) inside the repository whose
-        alerts the reviewers check.
+        The server runs every deterministic obligation it can, then returns a step (capability_check,
+        dispatch_review, single_task_fallback, present_report, blocked): read its prompt (resource
+        audit://step/current/prompt) and do exactly that. Capability arguments answer a capability_check and
+        are remembered. `new_audit` starts a fresh audit after a finished one; `retry_blocked` clears a fixed
+        blocker; `since` and `analyzer_results` apply to an audit that starts in this call.
         """
-        service = _call(lambda: registry.get(root))
+        service = tool_call(lambda: registry.get(root))
         registry.current = service
         caps = {
             "can_dispatch_subagents": host_can_dispatch_subagents,
@@ -174,7 +155,7 @@ def build_server(
         step_files = (service.step_json_path, service.step_prompt_path)
         before = digest(step_files)
         step = await anyio.to_thread.run_sync(
-            lambda: _call(
+            lambda: tool_call(
                 lambda: service.next_step(
                     caps,
                     client_name=client,
@@ -200,18 +181,13 @@ def build_server(
         results: p.Results,
         usage: p.UsageIn = None,
     ) -> Receipt:
-        """Hand in one packet's review results: one object per task of the packet.
+        """Hand in one packet's review results, one per task, as its packet prompt describes them.
 
-        Each result: {task_id, status: reviewed|not_applicable|could_not_review, summary, reason?,
-        findings: [{title, severity: critical|high|medium|low|info, confidence: high|medium|low, category,
-        file, start_line, end_line, evidence (verbatim lines from the file), description, recommendation,
-        symbol?, related_locations?}]}. The receipt says accepted or lists every error with its location
-        and how to fix it; nothing is recorded until a submission is accepted. Submitting the same
-        results twice changes nothing; a corrected resubmission replaces an earlier one. Optional `usage`:
-        {input_tokens, output_tokens, api_calls, seconds, rate_limited_calls} as far as known; the scheduler
-        sizes later waves from it.
+        The receipt says accepted, or lists every error with its location and fix; nothing is recorded until
+        a submission is accepted. The same results twice change nothing; a corrected resubmission replaces a
+        refused one. `usage`: what the review cost, as far as known (it sizes later waves).
         """
-        holder = await anyio.to_thread.run_sync(lambda: _call(lambda: registry.holder(run_id)))
+        holder = await anyio.to_thread.run_sync(lambda: tool_call(lambda: registry.holder(run_id)))
         if holder is None:
             return Receipt(
                 accepted=False,
@@ -221,7 +197,7 @@ def build_server(
                 next_action="Nothing was recorded. Submit with the run_id and packet_id of your packet prompt.",
             )
         receipt = await anyio.to_thread.run_sync(
-            lambda: _call(lambda: holder.submit_packet(run_id, packet_id, results, usage))
+            lambda: tool_call(lambda: holder.submit_packet(run_id, packet_id, results, usage))
         )
         if receipt.accepted and not receipt.duplicate:
             await channels.changed(ctx, ("audit://status",))
@@ -241,7 +217,7 @@ def build_server(
         progress = _reporter(ctx, channels)
         reported: Any = failures or []  # raw JSON: the use case checks it against the same models
         summary = await anyio.to_thread.run_sync(
-            lambda: _call(lambda: registry.for_run(run_id).merge_and_ingest(run_id, reported, progress=progress))
+            lambda: tool_call(lambda: registry.for_run(run_id).merge_and_ingest(run_id, reported, progress=progress))
         )
         if not summary.already_merged:
             await channels.changed(ctx, STATE_URIS)
@@ -252,15 +228,12 @@ def build_server(
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
     def plan_status(run_id: p.RunId, failures: p.FailuresSoFar = None, launched: p.Launched = None) -> PlanStatus:
-        """What to do now with the packets of a run not launched yet: the width (rolling: how many to keep
-        running; whole_wave: the next wave's size), the cooldown, and each waiting packet's earliest start.
-        Call it between waves (a rolling host: each time a subagent finishes). `failures` are the packets
-        that failed so far, [{"packet_id": ..., "error": "<the error text you saw>"}]: they teach the
-        scheduler now and are remembered for merge_and_ingest. `launched` lists the packet ids already
-        started. Usage sent with each submit_packet is learned as it arrives, too.
+        """What to do now with a run's packets not launched yet: the width, the cooldown, each packet's
+        earliest start. Call it between waves (rolling: whenever a subagent finishes), with the `failures` so
+        far (remembered for merge_and_ingest) and the packet ids `launched`.
         """
         reported: Any = failures or []  # raw JSON: the use case checks it against the same models
-        return _call(lambda: registry.for_run(run_id).plan_status(run_id, reported, launched or []))
+        return tool_call(lambda: registry.for_run(run_id).plan_status(run_id, reported, launched or []))
 
     @server.tool(
         title="Quota and wave schedule",
@@ -270,7 +243,7 @@ def build_server(
         """The model's resolved limits (each with source and confidence), what was learned from rate-limit
         errors (max_safe_concurrency, cooldown, last 429), the wave schedule the server would give now, a
         forecast of the work still open, and where the learned state lives."""
-        return _call(lambda: registry.get(root).quota(host_model, provider))
+        return tool_call(lambda: registry.get(root).quota(host_model, provider))
 
     @server.tool(
         title="Audit status",
@@ -278,7 +251,7 @@ def build_server(
     )
     def audit_status(root: p.Root = None) -> StatusView:
         """Coverage by lens and state, runs so far, findings by severity, the blocker if any, recent events."""
-        return _call(lambda: registry.get(root).status())
+        return tool_call(lambda: registry.get(root).status())
 
     def current() -> AuditService:
         return registry.current or registry.get(None)
@@ -332,30 +305,36 @@ def build_server(
     )
     def packet_prompt(run_id: str, packet_id: str) -> str:
         """The prompt a review subagent follows for one packet."""
-        service = _found(lambda: registry.for_run(run_id))
-        if packet_id not in _found(lambda: service.packet_ids(run_id)):
+        service = resource_read(lambda: registry.for_run(run_id))
+        if packet_id not in resource_read(lambda: service.packet_ids(run_id)):
             raise ResourceNotFoundError(f"run {run_id} has no packet {packet_id!r}; take its id from the dispatch plan")
-        return _found(lambda: packet_render.packet_prompt_text(service, run_id, packet_id))
+        return resource_read(lambda: packet_render.packet_prompt_text(service, run_id, packet_id))
 
     @server.resource("audit://report", mime_type="text/markdown", title="Audit report")
     def report() -> str:
         """The audit report (provisional until the audit is complete)."""
-        return _found(lambda: current().report("md"))
+        return resource_read(lambda: current().report("md"))
 
     @server.resource("audit://report/json", mime_type="application/json", title="Audit report (JSON)")
     def report_json() -> str:
-        """The audit report as JSON (its fields are listed in the README)."""
-        return _found(lambda: current().report("json"))
+        """The audit report as JSON (docs/reports.md describes its fields)."""
+        return resource_read(lambda: current().report("json"))
 
     @server.resource("audit://report/sarif", mime_type="application/sarif+json", title="Audit report (SARIF)")
     def report_sarif() -> str:
         """The audit report as SARIF 2.1.0, for code-scanning tools."""
-        return _found(lambda: current().report("sarif"))
+        return resource_read(lambda: current().report("sarif"))
+
+    @server.resource("audit://schemas/submission", mime_type="application/schema+json", title="Submission schema")
+    def submission_schema() -> str:
+        """The JSON schema of a submit_packet call with every field described, its bounds and choices (the
+        tool's own input schema is its skeleton)."""
+        return json.dumps(Submission.model_json_schema(), indent=2)
 
     @server.resource("audit://coverage", mime_type="application/json", title="Coverage summary")
     def coverage() -> str:
         """Coverage totals by state and lens, and the audit's completeness."""
-        return _found(lambda: json.dumps(current().coverage(), indent=2))
+        return resource_read(lambda: json.dumps(current().coverage(), indent=2))
 
     @server.resource("audit://status", mime_type="application/json", title="Audit status")
     def status() -> str:
@@ -365,7 +344,7 @@ def build_server(
     @server.prompt(title="Start an audit")
     def start_audit(root: p.PromptRoot = "") -> str:
         """Audit a repository from start to report with the next_step loop."""
-        target = root or str(registry.get(None).root)
+        target = root or str(prompt_call(lambda: registry.get(None)).root)
         return render_prompt(
             "mcp/start_audit.md", root=target, root_argument=f" with `root` = `{root}`" if root else ""
         )
@@ -373,7 +352,7 @@ def build_server(
     @server.prompt(title="Resume an audit")
     def resume_audit(root: p.PromptRoot = "") -> str:
         """Continue an interrupted audit: only the work still missing, then the report."""
-        target = root or str(registry.get(None).root)
+        target = root or str(prompt_call(lambda: registry.get(None)).root)
         return render_prompt(
             "mcp/resume_audit.md", root=target, root_argument=f" with `root` = `{root}`" if root else ""
         )
@@ -381,7 +360,7 @@ def build_server(
     @server.prompt(title="Show the audit report")
     def show_report(root: p.PromptRoot = "") -> str:
         """Present the audit report: work blocks, findings, coverage and gaps."""
-        target = root or str(registry.get(None).root)
+        target = root or str(prompt_call(lambda: registry.get(None)).root)
         note = (
             (
                 f" (the server reports on its current repository; call `audit_status` with `root` = `{root}` "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from audit_mcp.core.forecast_text import audit_lines
 from audit_mcp.core.models import StatusView
 from audit_mcp.store.records import CellState
 
@@ -26,10 +27,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
 
 def render_status(view: StatusView) -> str:
     if view.audit_id is None:
-        return (
-            f"audit-mcp status: {view.repo_root}\n\nNo audit has started here yet. Start one with "
-            "`audit-mcp next-step`, `audit-mcp run`, or your host's start_audit prompt.\n"
-        )
+        return f"audit-mcp status: {view.repo_root}\n\n{view.message or 'No audit has started here yet.'}\n"
     lines = [f"audit-mcp status: {view.repo_root}", f"audit {view.audit_id}, completeness: {view.completeness}"]
     if view.blocker:
         lines.append(f"BLOCKED: {view.blocker}")
@@ -96,6 +94,9 @@ def _forecast(view: StatusView) -> list[str]:
         )
     if f.get("cooldown_until"):
         out.append(f"  rate-limit cooldown until {f['cooldown_until']}")
+    whole = f.get("audit")
+    if isinstance(whole, dict) and whole.get("packets"):
+        out += [f"  {line}" for line in audit_lines(whole)]
     if not out:
         out.append("  nothing: every task has an outcome" if view.completeness != "unknown" else "  unknown")
     return out

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -52,6 +52,7 @@ class Worker:
     stdout: Path
     stderr: Path
     handles: tuple[Any, Any]
+    wall_start: datetime = field(default_factory=lambda: datetime.now(UTC))  # for the run ledger
 
     def seconds(self) -> float:
         return time.monotonic() - self.started

@@ -20,6 +20,7 @@ from audit_mcp.scheduling.leases import lease_end
 from audit_mcp.scheduling.pacing import schedule_view
 from audit_mcp.store.records import Cell, CellState, PacketRow, RunRow
 from audit_mcp.store.runs import plan_json
+from audit_mcp.usecases.audit_forecast import record_pending
 from audit_mcp.usecases.forecasting import plan_next_run, record_next
 from audit_mcp.usecases.inflight import context_for
 from audit_mcp.usecases.packet_render import prompts_ahead
@@ -128,6 +129,9 @@ def dispatch(ws: Workspace, config: SessionConfig, caps: HostCapabilities) -> No
             action="dispatch",
             detail=f"run {run_id}: {len(specs)} {run.kind} packet(s), waves {plan_doc['waves']}",
             outcome="ok",
+            data={"run_id": run_id, "packet_kind": run.kind, "packets": len(specs), "provider": run.limits.provider},
         )
-        # Last: the next run as the queue stands once this commits, so the first forecast after it packs nothing.
+        # Last: the next run as the queue stands once this commits, so the first forecast after it packs nothing,
+        # and what a forecast of the whole audit takes from the packer.
         record_next(ws, tx, audit, config, caps)
+        record_pending(ws, tx, audit, config, caps)

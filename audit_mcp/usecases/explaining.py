@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.core.errors import NotFoundError
-from audit_mcp.core.operations import TaskExplanation, TaskPacket
+from audit_mcp.core.errors import NotFoundError, PathError
+from audit_mcp.core.fs import normalize_relpath
+from audit_mcp.core.operations import FileTask, FileTasks, TaskExplanation, TaskPacket
 from audit_mcp.core.text import id_problem
 from audit_mcp.store.records import Cell, CellState
 from audit_mcp.usecases.workspace import Workspace
@@ -115,6 +116,8 @@ def _why(cell: Cell, max_attempts: int, run_state: str | None, lease: str | None
         case CellState.REVIEWED | CellState.NOT_APPLICABLE:
             what = "reviewed" if cell.state == CellState.REVIEWED else f"not applicable ({cell.reason})"
             return f"closed: {what} by packet {cell.packet_id} of run {cell.run_id}", f"Nothing to do; {requeue}."
+        case CellState.CARRIED:
+            return f"closed: {cell.reason}", f"Nothing to do; {requeue}."
         case CellState.FAILED:
             return (
                 f"closed as a gap: {cell.reason}",
@@ -122,3 +125,56 @@ def _why(cell: Cell, max_attempts: int, run_state: str | None, lease: str | None
             )
         case _:
             return f"closed as a gap: skipped ({cell.reason})", f"Nothing to do unless the skip was wrong; {requeue}."
+
+
+def file_tasks(ws: Workspace, path: str) -> FileTasks:
+    """Every task of ``path`` (repo-relative) in the current audit, in line and lens order, with its state."""
+    try:
+        rel = normalize_relpath(path)
+    except PathError as exc:
+        raise NotFoundError(str(exc)) from exc
+    with ws.store.read() as tx:
+        audit = ws.require_audit(tx)
+        row = tx.file(audit.audit_id, rel)
+        if row is None:
+            raise NotFoundError(
+                f"{rel!r} is not in audit {audit.audit_id}'s manifest; give the path relative to the repository "
+                f"root ({ws.root}), as the report and the dispatch plans name files"
+            )
+        cells = [c for c in tx.cells(audit.audit_id) if c.path == rel]
+        found = {c.task_id: len(tx.findings_of_task(audit.audit_id, c.task_id)) for c in cells}
+    cells.sort(key=lambda c: (c.start_line, c.lens))
+    tasks = [
+        FileTask(
+            task_id=c.task_id,
+            lens=c.lens,
+            start_line=c.start_line,
+            end_line=c.end_line,
+            state=str(c.state),
+            attempts=c.attempts,
+            packet_id=c.packet_id,
+            reason=c.reason,
+            findings=found[c.task_id],
+        )
+        for c in cells
+    ]
+    by_state: dict[str, int] = {}
+    for task in tasks:
+        by_state[task.state] = by_state.get(task.state, 0) + 1
+    if row.scope != "review":
+        action = f"{rel} is not reviewed: {row.skip_reason}."
+    elif not tasks:
+        action = f"{rel} has no task: no lens of this audit reads it."
+    else:
+        action = (
+            "`audit-mcp explain-task TASK_ID` tells one task's whole story; `audit-mcp requeue --file` sends them back."
+        )
+    return FileTasks(
+        audit_id=audit.audit_id,
+        file=rel,
+        scope=row.scope,
+        skip_reason=row.skip_reason,
+        tasks=tasks,
+        by_state=by_state,
+        next_action=action,
+    )

@@ -198,11 +198,11 @@ def record_next(ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, c
     limit = 1 if caps.can_dispatch_subagents is False else config.max_packets_per_run
     sizes = _packed(ws, tx, audit, config, budget, limit)
     if sizes.kind != CellKind.CONTEXT.value:
-        key = _key(budget, limit, config)
+        key = packing_key(budget, limit, config)
         tx.record_forecast(audit.audit_id, key, tx.committed_queue_generation(), sizes.encode())
 
 
-def _key(budget: int, limit: int, config: SessionConfig) -> str:
+def packing_key(budget: int, limit: int, config: SessionConfig) -> str:
     """What a packing depends on besides the store: the budget, the run's size and the config."""
     return hashlib.sha256(f"{budget}\0{limit}\0{config.model_dump_json()}".encode()).hexdigest()
 
@@ -218,7 +218,7 @@ def _sizes(ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, budget
     """The next run's sizes for a forecast: kept in process, else recorded in the store, else packed now (and
     recorded, unless another writer holds the store)."""
     generation = tx.queue_generation()
-    key = _key(budget, limit, config)
+    key = packing_key(budget, limit, config)
 
     def recorded_or_packed() -> Sizes:
         body = tx.recorded_forecast(audit.audit_id, key, generation[1])

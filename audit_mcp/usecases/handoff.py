@@ -60,7 +60,7 @@ def _document(
         str(ws.artifacts_dir),
         *state_arguments(),
     ]
-    argv = _resumable(command, started=audit_id is not None) if command else base
+    argv = resumable(command, started=audit_id is not None) if command else base
     if stored and RETRY not in argv:
         argv.append(RETRY)  # the blocker is recorded: resuming must say it is fixed
     where = ["--root", str(ws.root), "--artifacts-dir", str(ws.artifacts_dir), *state_arguments()]
@@ -95,7 +95,7 @@ def _document(
     }
 
 
-def _resumable(command: list[str], *, started: bool) -> list[str]:
+def resumable(command: list[str], *, started: bool) -> list[str]:
     """The command that was running, less what only applies when an audit starts, if one has started."""
     if not started:
         return list(command)

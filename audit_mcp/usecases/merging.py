@@ -18,11 +18,12 @@ from audit_mcp.scheduling.pacing import run_outcome
 from audit_mcp.scheduling.worker_output import WorkerReport, describe
 from audit_mcp.store.records import CellKind, CellState, FileRow, PacketRow
 from audit_mcp.store.tx import Tx
-from audit_mcp.usecases import claiming, reporting, verifying
+from audit_mcp.usecases import claiming, history, reporting, verifying
 from audit_mcp.usecases.deferred import ingest_deferred
 from audit_mcp.usecases.forecasting import forecast_for_remembered_host
 from audit_mcp.usecases.inflight import checked_failures, in_flight, learn_measured_usage
 from audit_mcp.usecases.rates import learn_from_run
+from audit_mcp.usecases.usage import usage_data
 from audit_mcp.usecases.workspace import Workspace
 
 MAX_REQUEUED_LISTED = 50
@@ -118,6 +119,7 @@ def merge_and_ingest(
                 failed[packet_id] = (HELD, HELD_TEXT)
         accepted = tx.run_merge_parts(run_id)
         outcome = ingest_run(tx, audit.audit_id, run, packets, failed, config.max_attempts, now, accepted)
+        settled = history.settle_earlier(tx, audit.audit_id, run_id, history.answered_tasks(accepted), ws.read_lines)
         seen = {pid: r for pid, r in (printed or {}).items() if pid in submitted}
         usage: list[dict[str, Any]] = []
         measured: list[tuple[dict[str, Any], int]] = []  # what successful workers printed, learned below
@@ -164,8 +166,14 @@ def merge_and_ingest(
             action="merge_and_ingest",
             detail=f"run {run_id}: {outcome.merged} merged, {outcome.failed} failed, {outcome.covered} "
             f"task(s) covered, {len(outcome.requeued)} requeued"
-            + (f"; successful workers printed usage or rate limits for {', '.join(sorted(told))}" if told else ""),
+            + (f"; successful workers printed usage or rate limits for {', '.join(sorted(told))}" if told else "")
+            + (
+                "; earlier findings: " + ", ".join(f"{n} {how.replace('_', ' ')}" for how, n in sorted(settled.items()))
+                if settled
+                else ""
+            ),
             outcome="ok",
+            data=usage_data(run_id, usage, outcome.merged, {p: kind for p, (kind, _) in failed.items()}),
         )
     if flight is not None:  # usage was learned as each packet was submitted; printed usage is learned now
         for numbers, estimated_tokens in measured:

@@ -19,14 +19,15 @@ from collections.abc import Sequence
 from audit_mcp.core.errors import NotFoundError
 from audit_mcp.core.executable import audit_mcp_command
 from audit_mcp.core.fs import write_atomic
-from audit_mcp.engine.graph import ImportGraph
 from audit_mcp.engine.lenses import resolve_lenses
 from audit_mcp.engine.opinion_prompts import render_context_prompt, render_verify_prompt, verify_prefix
 from audit_mcp.engine.packet_prompts import packet_prompt_prefix, render_packet_prompt
 from audit_mcp.engine.packets import PacketPlan, Unit, unit_tokens
 from audit_mcp.store.records import Cell, CellKind
 from audit_mcp.store.tx import Tx
-from audit_mcp.usecases.context import overview_for, threat_model_text
+from audit_mcp.usecases.context import earlier_model_section, overview_for, threat_model_text
+from audit_mcp.usecases.history import audit_scope
+from audit_mcp.usecases.mapping import map_inputs
 from audit_mcp.usecases.verifying import current_synthesis, verify_tasks
 from audit_mcp.usecases.workspace import Workspace
 
@@ -37,7 +38,7 @@ def render_packet(ws: Workspace, tx: Tx, run_id: str, packet_id: str) -> str:
 
 def render_packets(ws: Workspace, tx: Tx, run_id: str, packet_ids: Sequence[str]) -> dict[str, str]:
     """The prompts of ``packet_ids`` (all of run ``run_id``), reading what they share once: the run's prompt
-    prefix as dispatch recorded it, the manifest rows and import edges of their files."""
+    prefix as dispatch recorded it, the manifest rows and the code map of their files."""
     run = tx.run(run_id, plan=False)
     packets = {p: tx.packet(p) for p in packet_ids}
     for packet_id, packet in packets.items():
@@ -52,16 +53,17 @@ def render_packets(ws: Workspace, tx: Tx, run_id: str, packet_ids: Sequence[str]
     cells = {p: list(tx.cells_by_id(run.audit_id, tx.packet_task_ids(p)).values()) for p in packet_ids}
     files = tx.files_in_order(run.audit_id)
     paths = {c.path for group in cells.values() for c in group}
-    edges = ImportGraph(tx.edges_touching(run.audit_id, paths))
+    budget = int(context.get("budget", ws.config().max_packet_tokens))  # the dispatching host's, as recorded
+    code_map = map_inputs(ws, tx, run.audit_id, paths, budget)
     out: dict[str, str] = {}
+    scope = audit_scope(tx, run.audit_id)
     for packet_id in packet_ids:
         packet = packets[packet_id]
         assert packet is not None
         results_path = ws.results_path(run_id, packet_id)
         mine = cells[packet_id]
         if packet.kind == CellKind.CONTEXT:
-            # The overview within the budget the dispatching host had (recorded with the run).
-            budget = int(context.get("budget", ws.config().max_packet_tokens))
+            # The overview within the budget the dispatching host had.
             out[packet_id] = render_context_prompt(
                 run_id=run_id,
                 packet_id=packet_id,
@@ -72,6 +74,7 @@ def render_packets(ws: Workspace, tx: Tx, run_id: str, packet_ids: Sequence[str]
                 artifacts_dir=ws.artifacts_dir,
                 results_path=results_path,
                 command=command,
+                earlier=earlier_model_section(tx, run.audit_id, mine[0]),
             )
             continue
         if packet.kind == CellKind.VERIFY:
@@ -105,13 +108,15 @@ def render_packets(ws: Workspace, tx: Tx, run_id: str, packet_ids: Sequence[str]
             packet_id=packet_id,
             plan=plan,
             files=files,
-            edges=edges,
+            code_map=code_map,
             root=ws.root,
             artifacts_dir=ws.artifacts_dir,
             results_path=results_path,
             command=command,
             leads=tx.leads(run.audit_id, packet_id),
             requested=tx.open_requeues(run.audit_id, [c.task_id for c in plan.cells]),
+            earlier=tx.earlier_findings(run.audit_id, [c.task_id for c in plan.cells]),
+            scope=scope,
         )
     return out
 

@@ -21,6 +21,8 @@ from audit_mcp.scheduling.profile import PROBE
 from audit_mcp.usecases.workspace import Workspace
 
 PROBE_MODES = ("auto", "never", "force")
+# How ``probe`` and ``probe_before_run`` begin a note when they asked nothing.
+_NOT_ASKED = ("provider probe off", "provider probe skipped", "no probe is known")
 
 
 @dataclass(frozen=True)
@@ -74,3 +76,16 @@ def probe_before_run(ws: Workspace, model: str | None, mode: str | None, provide
             now,
         )
     return ProbeOutcome(mode, f"{limits.provider}/{limits.model}: {answer.note}", headers, read)
+
+
+def probe_block(outcome: ProbeOutcome, provider: str, model: str) -> dict[str, object]:
+    """What ``quota`` says of the probe: its mode, what was asked, the values read and learned, or why not."""
+    note = outcome.note.split(": ", 1)[1] if outcome.note.startswith(f"{provider}/") else outcome.note
+    asked = bool(outcome.note) and not note.startswith(_NOT_ASKED)
+    return {
+        "mode": outcome.mode,
+        "asked": f"{provider} models endpoint about {model}" if asked else None,
+        "read": dict(outcome.read),
+        "learned": dict(outcome.learned),
+        "note": note or f"provider probe off (probe = {outcome.mode})",
+    }

@@ -18,21 +18,33 @@ from audit_mcp.scheduling.probe import probe
 from audit_mcp.scheduling.scheduler import schedule
 from audit_mcp.store.records import CellKind, CellState
 from audit_mcp.usecases import memo, rates
+from audit_mcp.usecases.audit_forecast import before_any, for_audit
 from audit_mcp.usecases.forecasting import NextRun, plan_next_run, remembered_caps
+from audit_mcp.usecases.probing import ProbeOutcome, probe_before_run, probe_block
 from audit_mcp.usecases.workspace import Workspace
 
 # Fields of the scheduler's view that key packets by id: a forecast has no packets to name.
 _BY_PACKET = ("launch_offsets", "oversize_packets")
 
 
-def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> QuotaStatus:
-    """Resolved limits, learned caps, and the schedule the server would give now for the open work."""
+def quota_view(
+    ws: Workspace, host_model: str | None, provider: str | None, quota_probe: str | None = None
+) -> QuotaStatus:
+    """Resolved limits, learned caps, the schedule the server would give now for the open work, and the
+    forecast of the whole audit (of one started now, where none is under way).
+
+    ``quota_probe`` (``auto``, ``never``, ``force``: ``--quota-probe``) asks the provider first, as ``run``
+    does, and what its rate-limit headers state is learned; without it the config's ``[scheduler] probe``
+    asks, and what it reads is shown beside the limits but not learned.
+    """
     config = ws.config()
+    asked = probe_before_run(ws, host_model, quota_probe, provider) if quota_probe is not None else None
     run: NextRun | None = None
     failures: list[dict[str, Any]] = []
     open_order: list[str] = []
     outstanding_tokens = outstanding_packets = 0
     remembered: dict[str, Any] = {}
+    whole: dict[str, Any] | None = None
     assigned = 0
     by_kind: dict[str, dict[str, int]] = {}
     with ws.store_if_any() as tx:
@@ -45,6 +57,7 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
             run = plan_next_run(
                 ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False, provider=provider, reuse=True
             )
+            whole = for_audit(ws, tx, audit, config, caps, next_run=run, provider=provider)
             assigned = memo.cell_counts(ws.memo, tx, audit.audit_id).get(CellState.ASSIGNED, 0)
             # The context and verify cells among them, by kind: the obligations the forecast names.
             by_kind = memo.cell_counts_by_kind(ws.memo, tx, audit.audit_id)
@@ -78,16 +91,18 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
             "Every limit is a built-in default (low confidence): set [model] in the session config or "
             "the AUDIT_MCP_* environment variables to make them medium."
         )
-    probed = probe(limits.provider, limits.model, pacing.probe, now, transport=ws.probe_transport)
-    if probed.limits:
-        limits = ResolvedLimits(limits.provider, limits.model, {**limits.limits, **probed.limits})
-        notes.append(
-            "The limits marked as probed were read from the provider now; the schedule and forecast are what "
-            "dispatch will plan, with the configured, learned or built-in limits. Set the probed values under "
-            "[model] in the session config to plan with them."
-        )
-    if probed.note:
-        notes.append(probed.note)
+    if asked is None:
+        probed = probe(limits.provider, limits.model, pacing.probe, now, transport=ws.probe_transport)
+        asked = ProbeOutcome(pacing.probe, probed.note, read={k: v.value for k, v in probed.limits.items()})
+        if probed.limits:
+            limits = ResolvedLimits(limits.provider, limits.model, {**limits.limits, **probed.limits})
+            notes.append(
+                "The limits marked as probed were read from the provider now; the schedule and forecast are what "
+                "dispatch will plan, with the configured, learned or built-in limits. Set the probed values under "
+                "[model] in the session config to plan with them, or ask with --quota-probe to learn them."
+            )
+    if asked.note:
+        notes.append(asked.note)
     if learned.hard_stop:
         notes.append(f"Last hard stop: {learned.hard_stop}")
     notes += ws.learned.notes(key)
@@ -95,6 +110,14 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
     view = schedule_view(planned, key)
     cooldown = run.cooldown_until if run is not None else iso(planned.cooldown_until)
     forecast = run.forecast() if run is not None else {**view["forecast"], "cells": 0, "pending_cells": 0}
+    if whole is None:
+        whole = before_any(ws, config, caps, provider=provider)
+        forecast["time_range"] = "no run is planned: no audit has started (forecast.audit is what one would do)"
+        notes.append(
+            "No audit has started here: forecast.audit is what one started now would do, read from the "
+            "repository as intake reads it; nothing was written. Start it with `audit-mcp next-step` (or `run`)."
+        )
+    forecast["audit"] = whole
     return QuotaStatus(
         provider=limits.provider,
         model=limits.model,
@@ -139,6 +162,7 @@ def quota_view(ws: Workspace, host_model: str | None, provider: str | None) -> Q
         },
         forecast=forecast,
         notes=notes,
+        probe=probe_block(asked, limits.provider, limits.model),
     )
 
 

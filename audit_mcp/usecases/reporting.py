@@ -13,6 +13,7 @@ from audit_mcp.core.errors import ConfigError, NotFoundError, PathError
 from audit_mcp.core.fs import resolve_inside, write_atomic
 from audit_mcp.engine import drift
 from audit_mcp.engine.coverage import completeness, totals
+from audit_mcp.engine.incremental import carried_from
 from audit_mcp.engine.intake import LEFT_OUT_BY_CONFIG
 from audit_mcp.findings.assessment import assess
 from audit_mcp.findings.comparison import compare
@@ -23,9 +24,12 @@ from audit_mcp.findings.report_opinions import Opinions
 from audit_mcp.findings.sarif import render_sarif
 from audit_mcp.findings.synthesis import Finding
 from audit_mcp.findings.synthesis import synthesize as synthesize_findings
-from audit_mcp.store.records import AuditRow, CellKind, CellState, FileRow
+from audit_mcp.store.records import AuditRow, Cell, CellKind, CellState, FileRow
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import page
+from audit_mcp.usecases.audit_forecast import FORECAST_ACTION
+from audit_mcp.usecases.forecast_sums import UNKNOWN_MODEL
+from audit_mcp.usecases.usage import used
 from audit_mcp.usecases.verifying import judged_same
 from audit_mcp.usecases.workspace import Workspace
 
@@ -54,6 +58,7 @@ def report_and_cells(
     """``build_report_input``, and every review cell's place, lens and state, read in the same snapshot (the
     page maps them); ``sources``: False leaves out the files' bytes, which only SARIF reads."""
     ws.require_state()
+    config = ws.config()
     with ws.store.read() as tx:
         audit = ws.require_audit(tx) if audit_id is None else _audit_numbered(ws, tx, audit_id)
         scripted = tx.ledger_details(audit.audit_id, SCRIPTED_REVIEWER)
@@ -61,6 +66,7 @@ def report_and_cells(
         states = tx.review_cell_states(audit.audit_id)
         others = tx.cells(audit.audit_id, kinds=[CellKind.CONTEXT, CellKind.VERIFY])
         gap_cells = tx.cells(audit.audit_id, [CellState.FAILED, CellState.SKIPPED])
+        carried = tx.cells(audit.audit_id, [CellState.CARRIED])
         files = tx.files(audit.audit_id)
         raw = tx.findings(audit.audit_id)
         runs = tx.runs(audit.audit_id, plan=False)
@@ -72,15 +78,13 @@ def report_and_cells(
         threat = tx.threat_model(audit.audit_id)
         by_kind = tx.cell_counts_by_kind(audit.audit_id)
         baseline_opinions = tx.finding_verdicts(baseline.audit_id) if baseline else []
-    config = ws.config()
+        resolutions = tx.resolutions(audit.audit_id)
+        spent = used(tx, audit.audit_id, config, _model(tx, audit.audit_id, audit.host_caps))
     merged = synthesize_findings(raw, same=judged_same(opinions))
     comparison = None
     if baseline is not None:
-        done = (CellState.REVIEWED, CellState.NOT_APPLICABLE)
-        reviewed = {(c.path, c.lens) for c in others if c.state in done}
-        reviewed |= {(path, lens) for path, _start, _end, lens, state in states if state in done}
         before = synthesize_findings(baseline_raw, same=judged_same(baseline_opinions))
-        comparison = compare(merged, before, baseline.audit_id, reviewed)
+        comparison = compare(merged, before, baseline.audit_id, resolutions, {f.path for f in files})
     synthesis = assess(merged, opinions, evidence)
     context = next((c for c in others if c.kind == CellKind.CONTEXT), None)
     report = ReportInput(
@@ -97,6 +101,7 @@ def report_and_cells(
         provisional=not final and audit.synthesized_at is None,
         blocker=audit.blocker,
         abandoned=f"at {audit.abandoned_at}: {audit.abandon_reason}" if audit.abandoned_at else None,
+        carried=_carried(carried),
         scripted_reviewers=scripted,
         lenses=audit.lenses,
         coverage_by_lens=by_lens,
@@ -122,8 +127,18 @@ def report_and_cells(
             verify_severity=config.verify_severity,
             coverage_by_kind=by_kind,
         ),
+        usage=spent,
     )
     return report, states
+
+
+def _model(tx: Tx, audit_id: int, host_caps: dict[str, Any]) -> str | None:
+    """The reviewers' model the audit's usage is priced at: the one its first forecast planned for, else the
+    one its host named."""
+    forecasts = tx.ledger_data(audit_id, FORECAST_ACTION)
+    model = forecasts[0].get("model") if forecasts else None
+    named = host_caps.get("model")
+    return str(model) if model and model != UNKNOWN_MODEL else (str(named) if named else None)
 
 
 def _empty_reason(files: Sequence[FileRow]) -> str:
@@ -138,6 +153,15 @@ def _empty_reason(files: Sequence[FileRow]) -> str:
         f"Nothing was reviewed: all {len(files)} file(s) in the include and exclude scope were skipped "
         f"({skipped} skipped, each with its reason under Gaps); an audit that reviewed nothing proves nothing."
     )
+
+
+def _carried(cells: Sequence[Cell]) -> dict[int, int]:
+    """Cells carried unchanged from earlier reviews, by the audit that reviewed them."""
+    out: dict[int, int] = {}
+    for cell in cells:
+        if cell.state == CellState.CARRIED and (source := carried_from(cell.reason)) is not None:
+            out[source] = out.get(source, 0) + 1
+    return out
 
 
 def _scope_reason(files: Sequence[FileRow]) -> str | None:
@@ -268,6 +292,13 @@ def _audit_numbered(ws: Workspace, tx: Tx, audit_id: int) -> AuditRow:
             f"there is no audit {audit_id} in {ws.artifacts_dir} (its audits: {known}); `audit-mcp status` lists them"
         )
     return audit
+
+
+def audit_in_flight(ws: Workspace) -> bool:
+    """Whether the current audit has started and neither finished (its report written) nor been abandoned."""
+    with ws.store_if_any() as tx:
+        audit = tx.current_audit() if tx is not None else None
+    return audit is not None and audit.synthesized_at is None and audit.abandoned_at is None
 
 
 def write_current_report(ws: Workspace) -> bool:

@@ -154,6 +154,6 @@ def instructions(ws: Workspace, finding: str, evidence_cli: str) -> str:
         description=md_block(f.description),
         evidence=md_fence(f.evidence),
         verification_note=f", and a verifier judged it {verdict}" if verdict else "",
-        evidence_cli=evidence_cli.replace("FINDING", f.finding_id),
+        evidence_cli=evidence_cli,
         max_kib=str(MAX_OUTPUT_CHARS // 1000),
     )

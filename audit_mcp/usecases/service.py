@@ -31,11 +31,13 @@ from audit_mcp.findings.report import ReportInput
 from audit_mcp.scheduling.worker_output import WorkerReport
 from audit_mcp.usecases import (
     abandoning,
+    audit_forecast,
     cleaning,
     completing,
     deferred,
     explaining,
     handoff,
+    ledger_log,
     merging,
     next_step,
     plan_status,
@@ -50,10 +52,10 @@ from audit_mcp.usecases import (
     status,
     submission,
 )
-from audit_mcp.usecases.workspace import Workspace
+from audit_mcp.usecases.surface_reads import SurfaceReads
 
 
-class AuditService(Workspace):
+class AuditService(SurfaceReads):
     """One repository's audit: the engine behind the MCP tools and the CLI verbs."""
 
     def next_step(
@@ -159,6 +161,14 @@ class AuditService(Workspace):
     def quota(self, host_model: str | None = None, provider: str | None = None) -> QuotaStatus:
         return quota.quota_view(self, host_model, provider)
 
+    def audit_forecast(self) -> dict[str, Any]:
+        """The whole audit's forecast of what remains, for the host the audit remembers."""
+        return audit_forecast.for_remembered_host(self)
+
+    def record_worker(self, run_id: str, packet_id: str, **entry: Any) -> None:
+        """A headless worker's life, in the ledger (``ledger_log.record_worker`` names the fields)."""
+        ledger_log.record_worker(self, run_id, packet_id, **entry)
+
     def status(self) -> StatusView:
         return status.status_view(self)
 
@@ -179,19 +189,6 @@ class AuditService(Workspace):
 
     def coverage(self) -> dict[str, Any]:
         return reporting.coverage(self)
-
-    # small reads for the surfaces ---------------------------------------------------
-    def has_run(self, run_id: str) -> bool:
-        with self.store_if_any() as tx:
-            return tx is not None and tx.run(run_id, plan=False) is not None
-
-    def packet_ids(self, run_id: str) -> set[str]:
-        with self.store.read() as tx:
-            return {p.packet_id for p in tx.packets(run_id)}
-
-    def submitted_packets(self, run_id: str) -> set[str]:
-        with self.store_if_any() as tx:
-            return set(tx.submitted_packet_ids(run_id)) if tx is not None else set()
 
     def complete(self, kind: str, prefix: str, run_id: str | None = None) -> tuple[list[str], bool]:
         """Run, packet or task ids starting with ``prefix`` (at most 100), and whether more match."""

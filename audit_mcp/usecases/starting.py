@@ -11,11 +11,14 @@ from audit_mcp.core.errors import ConfigError, PathError
 from audit_mcp.core.fs import read_capped, read_confined
 from audit_mcp.engine import hosts
 from audit_mcp.engine.coverage import build_matrix
-from audit_mcp.engine.incremental import carry_forward, copy_findings
+from audit_mcp.engine.git import GitReader
+from audit_mcp.engine.incremental import carry_forward, changed_since, copy_findings
 from audit_mcp.engine.intake import build_manifest
 from audit_mcp.findings.analyzers import run_analyzers
 from audit_mcp.findings.leads import MAX_SARIF_BYTES, import_leads
-from audit_mcp.usecases import snapshot, verifying
+from audit_mcp.store.records import AuditRow, CellKind, CellState, FileRow
+from audit_mcp.store.tx import Tx
+from audit_mcp.usecases import history, snapshot, verifying
 from audit_mcp.usecases.context import context_cell
 from audit_mcp.usecases.workspace import Workspace
 
@@ -23,7 +26,7 @@ from audit_mcp.usecases.workspace import Workspace
 def intake(
     ws: Workspace, config: SessionConfig, lenses: list[str], arguments: Mapping[str, Any], *, replaces: int | None
 ) -> None:
-    """Read the repository into a new audit: its manifest, import edges and analyzer leads.
+    """Read the repository into a new audit: its manifest, code map and analyzer leads.
 
     Single-flight: the audit is created in the write transaction only if the current audit is still
     ``replaces`` (the one the caller saw, ``None`` for none); when another caller started one meanwhile,
@@ -63,7 +66,8 @@ def intake(
         carried = {k: v for k, v in (previous.host_caps if previous else {}).items() if k not in hosts.STARTED_WITH}
         tx.set_host_caps(audit_id, hosts.remember(arguments, carried))
         tx.insert_files(audit_id, manifest.files)
-        tx.insert_edges(audit_id, manifest.edges)
+        code_map = manifest.code_map
+        tx.insert_map(audit_id, (e.stored() for e in code_map.edges), code_map.entries)
         tx.insert_leads(audit_id, imported.leads)
         tx.log(
             now=now,
@@ -71,7 +75,9 @@ def intake(
             actor="engine",
             action="intake",
             detail=f"{len(manifest.in_scope)} file(s) in scope, {len(manifest.files) - len(manifest.in_scope)} "
-            f"skipped, {len(manifest.edges)} import edge(s), listed by {manifest.source}"
+            f"skipped, listed by {manifest.source}; code map of {code_map.files} file(s): {len(code_map.edges)} "
+            f"edge(s) between files, {sum(len(e.links) for e in code_map.edges)} link(s), "
+            f"{len(code_map.entries)} entry point(s)"
             + (f", read by {manifest.processes} processes" if manifest.processes > 1 else "")
             + "".join(f"; {note}" for note in manifest.redone)
             + (f"; {len(imported.leads)} analyzer lead(s) imported" if sources else "")
@@ -111,9 +117,12 @@ def plan(ws: Workspace, config: SessionConfig) -> None:
             return  # another caller planned this audit while this one decided to: nothing left to do
         files = ws.take_manifest(audit.audit_id) or tx.files(audit.audit_id)
         count = tx.insert_matrix(audit.audit_id, build_matrix(files, config), now)
-        carried, previous = carry_forward(tx, audit.audit_id, now, enabled=config.carry_forward)
-        kept = copy_findings(tx, audit.audit_id, previous, carried) if previous is not None else 0
-        opinions = verifying.carry_forward(tx, audit.audit_id, previous, now) if previous is not None else 0
+        carried = carry_forward(tx, audit.audit_id, now, enabled=config.carry_forward)
+        kept = copy_findings(tx, audit.audit_id, carried)
+        earlier = sorted((a for a in tx.audit_ids() if a < audit.audit_id), reverse=True) if carried.tasks else []
+        opinions = verifying.carry_forward(tx, audit.audit_id, earlier, now)
+        unreviewed = _since_scope(ws, tx, audit, config, files, now)
+        shown = history.remember_earlier(tx, audit.audit_id)
         context = context_cell(tx, audit.audit_id, files, config, now)
         tx.log(
             now=now,
@@ -121,12 +130,31 @@ def plan(ws: Workspace, config: SessionConfig) -> None:
             actor="engine",
             action="plan",
             detail=f"{count} cell(s) over lenses {', '.join(audit.lenses)}"
-            + (
-                f"; {len(carried)} carried forward from audit {previous} with {kept} finding(s) and {opinions} "
-                "verification(s), content unchanged"
-                if carried
-                else ""
-            )
+            + (f"; {carried.summary()}, with {kept} finding(s) and {opinions} verification(s)" if carried.tasks else "")
+            + unreviewed
+            + (f"; {shown} earlier finding(s) shown to the re-reviews of their lines" if shown else "")
             + f"; threat model: {context}",
             outcome="ok",
         )
+
+
+def _since_scope(ws: Workspace, tx: Tx, audit: AuditRow, config: SessionConfig, files: list[FileRow], now: str) -> str:
+    """With ``since``, only what changed after the ref is reviewed: every other cell not carried from an
+    earlier review is skipped, saying so (the audit is then partial, and the report names each one).
+    Returns what the ledger says about it."""
+    ref = audit.host_caps.get("since") or config.since
+    if not ref:
+        return ""
+    git = GitReader(ws.root)
+    changed = changed_since(git if git.work_tree() is not None else None, ws.root, str(ref))
+    unchanged = {f.path for f in files if f.path not in changed}
+    reason = (
+        f"unchanged since {ref} and never reviewed by an earlier audit; an audit without since "
+        "(`audit-mcp next-step --new-audit`) reviews it"
+    )
+    skipped = [
+        c.task_id for c in tx.cells(audit.audit_id, [CellState.PENDING], kinds=[CellKind.REVIEW]) if c.path in unchanged
+    ]
+    tx.carry_cells(audit.audit_id, [(task, CellState.SKIPPED.value, None, None, reason) for task in skipped], now)
+    changed_here = sum(1 for f in files if f.path in changed and f.scope == "review")
+    return f"; since {ref}: {changed_here} file(s) changed, {len(skipped)} unchanged cell(s) never reviewed skipped"

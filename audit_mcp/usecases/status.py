@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from audit_mcp.core.config import SessionConfig
+from audit_mcp.core.executable import command_line
 from audit_mcp.core.models import StatusView
 from audit_mcp.engine.coverage import completeness, totals
 from audit_mcp.findings.assessment import assess, verification_counts
@@ -17,6 +18,7 @@ from audit_mcp.findings.synthesis import synthesize
 from audit_mcp.store.records import CONTEXT_TASK_ID, CellKind, CellState
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import memo
+from audit_mcp.usecases.audit_forecast import for_audit
 from audit_mcp.usecases.forecasting import plan_next_run, remembered_caps
 from audit_mcp.usecases.quota import open_obligations
 from audit_mcp.usecases.verifying import judged_same, subjects_due
@@ -36,6 +38,11 @@ def status_view(ws: Workspace) -> StatusView:
                 repo_root=str(ws.root),
                 artifacts_dir=str(ws.artifacts_dir),
                 audit_id=None,
+                message=(
+                    f"no audit has started for {ws.root} (its state would be in {ws.artifacts_dir}). Start one "
+                    f"with `{command_line('next-step', '--root', str(ws.root))}`, or over MCP call next_step; "
+                    f"`{command_line('quota', '--root', str(ws.root))}` forecasts it first."
+                ),
                 completeness="unknown",
                 coverage={},
                 coverage_by_lens={},
@@ -77,6 +84,7 @@ def status_view(ws: Workspace) -> StatusView:
         open_run = next((r for r in runs if r["state"] == "open"), None)
         caps = remembered_caps(config, audit.host_caps)
         next_run = plan_next_run(ws, tx, audit, config, caps, single=caps.can_dispatch_subagents is False, reuse=True)
+        whole = for_audit(ws, tx, audit, config, caps, next_run=next_run)
         view = StatusView(
             repo_root=str(ws.root),
             artifacts_dir=str(ws.artifacts_dir),
@@ -122,6 +130,7 @@ def status_view(ws: Workspace) -> StatusView:
         "cells_for_later_runs": forecast["cells_for_later_runs"],
         "obligations": open_obligations(by_kind),
         "verification_expected": obligations["verification"]["due"],
+        "audit": whole,
     }
     return view
 

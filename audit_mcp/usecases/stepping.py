@@ -14,6 +14,7 @@ from audit_mcp.scheduling.limits import waves_for
 from audit_mcp.scheduling.pacing import iso, schedule_view
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import claiming, packet_render, reporting, snapshot
+from audit_mcp.usecases.audit_forecast import for_audit, record_first
 from audit_mcp.usecases.forecasting import plan_next_run
 from audit_mcp.usecases.handoff import update_handoff
 from audit_mcp.usecases.inflight import InFlight, in_flight
@@ -67,7 +68,10 @@ def agent_step(
             ctx.kind, ctx.status = "capability_check", "ready"
             if audit is not None:
                 # What dispatch will plan once the host says it can launch subagents, with what is known now.
-                ctx.forecast = plan_next_run(ws, tx, audit, config, caps, single=False, reuse=True).forecast()
+                upcoming = plan_next_run(ws, tx, audit, config, caps, single=False, reuse=True)
+                ctx.forecast = upcoming.forecast()
+                if not tx.runs(audit.audit_id, plan=False):
+                    ctx.audit_forecast = for_audit(ws, tx, audit, config, caps, next_run=upcoming)
         elif decision.obligation is Obligation.REVIEW and state.open_run_id:
             run = tx.run(state.open_run_id)
             assert run is not None
@@ -95,12 +99,16 @@ def agent_step(
             # The scheduler's width, never the host's bare cap: the limits or a learned cap may be tighter.
             mode = (run.plan.get("schedule") or {}).get("dispatch_mode") or caps.dispatch_mode
             ctx.waves = waves_for(len(ctx.outstanding), run.plan.get("wave_size") or caps.max_active_subagents, mode)
+            if run.seq == 1 and not submitted and audit is not None:  # the first dispatch: the whole audit
+                ctx.audit_forecast = for_audit(ws, tx, audit, config, caps)
             flight = in_flight(ws, ws.config(), tx, run.run_id)
             if flight is not None and run.kind != "single":
                 _live(ws, tx, ctx, flight, run.audit_id)
         elif decision.obligation is Obligation.PRESENT_REPORT:
             ctx.kind, ctx.status = "present_report", "complete"
             ctx.report_path = ws.report_md_path
+    if ctx.audit_forecast is not None and ctx.run_id is not None and audit is not None:
+        record_first(ws, audit.audit_id, ctx.audit_forecast)
     if ctx.kind in ("dispatch_review", "single_task_fallback") and ctx.run_id is not None and holding is None:
         # The prompts of the packets to launch first (dispatch wrote only the first waves', and a resumed run
         # has its outstanding packets first); plan_status writes the next ones as the host goes on.

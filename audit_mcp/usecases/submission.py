@@ -190,6 +190,11 @@ def submit_packet(
                     f"{f'; ingested from file {origin}' if origin else ''}"
                     f"{' (replaced an earlier submission)' if replaced else ''}",
                     outcome="accepted",
+                    data={
+                        "run_id": run_id,
+                        "packet_id": packet_id,
+                        **({"usage": outcome.usage} if outcome.usage else {}),
+                    },
                 )
         if replaced:
             warnings.append(Problem(location="/", message="this submission replaced the packet's earlier accepted one"))
@@ -221,7 +226,12 @@ def _validator(
 ) -> PacketValidator | ContextValidator | VerifyValidator:
     """The checks for the packet's kind: a review, the threat model, or verdicts."""
     if packet.kind not in (CellKind.CONTEXT, CellKind.VERIFY):
-        return PacketValidator(packet.packet_id, cells, ws.read_lines, in_manifest, leads)
+        with ws.store.read() as tx:
+            rows = tx.earlier_findings(audit_id, [c.task_id for c in cells])
+        earlier: dict[str, set[str]] = {}
+        for e in rows:
+            earlier.setdefault(e.task_id, set()).add(e.ref)
+        return PacketValidator(packet.packet_id, cells, ws.read_lines, in_manifest, leads, earlier)
     # Loaded for a second opinion only: a review packet's submission does without their answer models.
     from audit_mcp.engine.opinion_validation import ContextValidator, VerifyValidator
 

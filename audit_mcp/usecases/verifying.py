@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from audit_mcp.core.config import SessionConfig
 from audit_mcp.findings.synthesis import SEVERITY_RANK, Finding, Synthesis, synthesize
-from audit_mcp.store.records import Cell, CellKind, CellState, VerdictRow
+from audit_mcp.store.records import DONE_STATES, Cell, CellKind, CellState, VerdictRow
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases.workspace import Workspace
 
@@ -193,39 +193,53 @@ def claimed(synthesis: Synthesis, cells: Sequence[Cell]) -> dict[str, str]:
     return {t.cell.task_id: PAIR if t.is_pair else str(t.findings[0]["severity"]) for t in tasks}
 
 
-def carry_forward(tx: Tx, audit_id: int, previous: int, now: str) -> int:
-    """Keep the previous audit's second opinions on findings that came along unchanged (their file's content
-    is the same, and every finding the subject names is in this audit): their cells and verdicts are copied.
-    Returns how many."""
+def carry_forward(tx: Tx, audit_id: int, sources: list[int], now: str) -> int:
+    """Keep the second opinions earlier audits gave on findings that came along unchanged (their file's content
+    is the same, and every finding the subject names is in this audit): their cells and verdicts are copied,
+    from ``sources``, the earlier audits newest first. Returns how many."""
+    if not sources:
+        return 0
     findings = {alias for f in current_synthesis(tx, audit_id).findings for alias in f.aliases}
     hashes = {f.path: f.sha256 for f in tx.files(audit_id)}
-    verdicts = {row.task_id: row for row in tx.finding_verdicts(previous)}
-    kept = []
-    for cell in tx.cells(previous, [CellState.REVIEWED, CellState.NOT_APPLICABLE], kinds=[CellKind.VERIFY]):
-        fingerprints = (cell.subject or "").split(":")[1:]
-        if not fingerprints or hashes.get(cell.path) != cell.content_hash or not set(fingerprints) <= findings:
-            continue
-        kept.append(
-            Cell(
-                cell.task_id,
-                cell.path,
-                cell.start_line,
-                cell.end_line,
-                cell.lens,
-                cell.state,
-                0,
-                cell.run_id,
-                cell.packet_id,
-                f"carried forward from audit {previous}: content unchanged",
-                cell.content_hash,
-                cell.kind,
-                cell.subject,
+    taken: set[str] = set()
+    count = 0
+    for previous in sources:
+        verdicts = {row.task_id: row for row in tx.finding_verdicts(previous)}
+        kept = []
+        for cell in tx.cells(previous, DONE_STATES, kinds=[CellKind.VERIFY]):
+            fingerprints = (cell.subject or "").split(":")[1:]
+            if (
+                cell.task_id in taken
+                or not fingerprints
+                or hashes.get(cell.path) != cell.content_hash
+                or not set(fingerprints) <= findings
+            ):
+                continue
+            taken.add(cell.task_id)
+            kept.append(
+                Cell(
+                    cell.task_id,
+                    cell.path,
+                    cell.start_line,
+                    cell.end_line,
+                    cell.lens,
+                    CellState.CARRIED,
+                    0,
+                    cell.run_id,
+                    cell.packet_id,
+                    cell.reason
+                    if cell.state == CellState.CARRIED and cell.reason
+                    else f"carried forward from audit {previous}: content unchanged",
+                    cell.content_hash,
+                    cell.kind,
+                    cell.subject,
+                )
             )
-        )
-    tx.insert_cells(audit_id, kept, now)
-    for cell in kept:
-        if (row := verdicts.get(cell.task_id)) is not None:
-            tx.insert_finding_verdict(
-                audit_id, task_id=row.task_id, subject=row.subject, packet_id=row.packet_id, payload=row.answer
-            )
-    return len(kept)
+        tx.insert_cells(audit_id, kept, now)
+        for cell in kept:
+            if (row := verdicts.get(cell.task_id)) is not None:
+                tx.insert_finding_verdict(
+                    audit_id, task_id=row.task_id, subject=row.subject, packet_id=row.packet_id, payload=row.answer
+                )
+        count += len(kept)
+    return count

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 
+from audit_mcp.core.executable import command_line
 from audit_mcp.surfaces.cli.common import Subparsers, emit, read_input, service_for, verb
 from audit_mcp.surfaces.cli.exits import EXIT_OK, EXIT_USAGE
 
@@ -43,10 +43,7 @@ def register(sub: Subparsers) -> None:
 def _runtime_evidence(args: argparse.Namespace) -> int:
     service = service_for(args)
     if args.instructions:
-        cli = (
-            f"audit-mcp runtime-evidence --root {shlex.quote(str(service.root))} --finding FINDING --file OUTPUT.txt "
-            "--verdict reproduced|not_reproduced --command 'THE COMMAND'"
-        )
+        cli = command_line("runtime-evidence", "--root", str(service.root), "--finding", args.finding.strip())
         emit(service.runtime_instructions(args.finding, cli))
         return EXIT_OK
     if args.file is None or args.verdict is None:

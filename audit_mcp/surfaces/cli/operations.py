@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from audit_mcp.surfaces.cli.common import Subparsers, emit, service_for, verb
-from audit_mcp.surfaces.cli.exits import EXIT_OK, EXIT_PARTIAL
+from audit_mcp.surfaces.cli.exits import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
 
 def register(sub: Subparsers) -> None:
@@ -14,9 +14,15 @@ def register(sub: Subparsers) -> None:
         sub,
         "explain-task",
         _explain,
-        "one task: file, lines, lens, attempts, packets, receipts, failures, and why it is open or closed",
+        "one task: file, lines, lens, attempts, packets, receipts, failures, and why it is open or closed; or, "
+        "with --file, every task of a file with its state",
     )
-    p.add_argument("task_id", metavar="TASK_ID", help="a task id such as T00012 (dispatch plan, report gaps)")
+    p.add_argument(
+        "task_id", metavar="TASK_ID", nargs="?", help="a task id such as T00012 (dispatch plan, report gaps)"
+    )
+    p.add_argument(
+        "--file", default=None, metavar="PATH", help="list every task of this file (repo-relative) with its state"
+    )
 
     p = verb(sub, "requeue", _requeue, "send files, lenses, tasks or findings back to review in the next run")
     p.add_argument("--reason", required=True, help="what the next review should look at; its packet prompt says it")
@@ -49,6 +55,17 @@ def register(sub: Subparsers) -> None:
 
 
 def _explain(args: argparse.Namespace) -> int:
+    if (args.task_id is None) == (args.file is None):
+        print("audit-mcp: explain-task takes a TASK_ID, or --file PATH (one of them)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.file is not None:
+        from audit_mcp.usecases.explaining import file_tasks
+
+        listed = file_tasks(service_for(args), args.file)
+        emit(listed)
+        states = ", ".join(f"{n} {state}" for state, n in sorted(listed.by_state.items())) or "no task"
+        print(f"audit-mcp: {listed.file}: {states}", file=sys.stderr)
+        return EXIT_OK
     explained = service_for(args).explain_task(args.task_id)
     emit(explained)
     print(f"audit-mcp: {explained.task_id}: {explained.why}", file=sys.stderr)

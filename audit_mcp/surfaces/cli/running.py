@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from audit_mcp.surfaces.cli.common import Subparsers, service_for, verb
+from audit_mcp.surfaces.cli.common import Subparsers, say, service_for, verb
 from audit_mcp.surfaces.cli.exits import EXIT_OK
 
 # workers.WORKER_MODES, written out so that registering `run` does not load the worker launcher (its
@@ -48,6 +48,12 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("--since", metavar="REF", help="for an audit that starts now: only files changed since this git ref")
     p.add_argument(
+        "--new-audit",
+        action="store_true",
+        help="start a new audit when the last one finished (unchanged cells carry their reviews and findings "
+        "forward); an audit still in flight is resumed instead, so the same command goes on after a stop",
+    )
+    p.add_argument(
         "--max-runs",
         type=int,
         metavar="N",
@@ -58,6 +64,22 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="clear the audit's blocker first (after fixing its cause, e.g. an expired API key), then go on",
     )
+    p.add_argument(
+        "--results",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a results file produced elsewhere, named <packet_id>.json, recorded before the run goes on (as "
+        "ingest-results does; a refused one is reported and its packet goes to a worker); repeatable",
+    )
+    p.add_argument(
+        "--batch-results-dir",
+        type=Path,
+        metavar="DIR",
+        help="a folder where results produced elsewhere arrive as <packet_id>.json: each is recorded before the "
+        "run goes on and, while it runs, instead of launching a worker for its packet",
+    )
 
     p = verb(sub, "demo", _demo, "audit the bundled fixture with a scripted reviewer, in seconds", common=False)
     p.add_argument("--dir", type=Path, default=None, help="where to copy the fixture (default: a new temp folder)")
@@ -65,8 +87,10 @@ def register(sub: Subparsers) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from audit_mcp.surfaces.headless import HeadlessRunner, interrupt_on_sigterm, print_result
+    from audit_mcp.surfaces.run_progress import StderrLines
 
     interrupt_on_sigterm()
+    lines = StderrLines(sys.stderr)
     runner = HeadlessRunner(
         service_for(args),
         args.worker,
@@ -76,17 +100,27 @@ def _run(args: argparse.Namespace) -> int:
         model=args.host_model,
         worker_mode=args.worker_mode,
         since=args.since,
+        new_audit=args.new_audit,
         max_runs=args.max_runs,
         retry_blocked=args.retry_blocked,
         quota_probe=args.quota_probe,
         command=["audit-mcp", *args.argv],
-        say=lambda line: print(f"audit-mcp: {line}", file=sys.stderr, flush=True),
+        say=lines.say,
+        progress=lines.progress,
+        results=args.results,
+        results_dir=args.batch_results_dir,
     )
-    result = runner.run()
+    try:
+        result = runner.run()
+    finally:
+        lines.close()
     print_result(result, sys.stdout)
-    print(f"audit-mcp: {result.outcome}: {result.message}", file=sys.stderr)
+    say(runner.tracker.final(result.outcome))
+    say(f"{result.outcome}: {result.message}")
     if result.report_path:
-        print(f"audit-mcp: report: {result.report_path}", file=sys.stderr)
+        say(f"report: {result.report_path}")
+    if result.resume_command and result.outcome != "interrupted":  # an interrupted run's message names it
+        say(f"to go on: {result.resume_command}")
     return result.exit_code
 
 
@@ -107,7 +141,7 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"report (JSON): {result.report_json_path}")
     print(f"report (a page for a browser): {result.report_json_path.with_name('report.html')}")
     print(
-        "next: add the server to your coding agent (README: Adding the server to a host), or run a headless "
+        "next: add the server to your coding agent (docs/hosts.md), or run a headless "
         "audit with `audit-mcp run --root REPO --worker '...'`"
     )
     return EXIT_OK

@@ -1,11 +1,13 @@
-"""The read-only views: ``quota``, ``status``, ``report``."""
+"""The read-only views: ``quota``, ``status``, ``report``, ``ledger``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
+from audit_mcp.core.escape import terminal
 from audit_mcp.core.fs import write_atomic
 from audit_mcp.surfaces.cli.common import Subparsers, emit, service_for, verb, workspace_for
 from audit_mcp.surfaces.cli.exits import EXIT_OK
@@ -18,6 +20,14 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument(
         "--provider", help="the provider whose limits apply (anthropic, openai, ...; default: from the model)"
+    )
+    p.add_argument(
+        "--quota-probe",
+        choices=("auto", "never", "force"),
+        help="ask the provider's models endpoint about --host-model first, as `run --quota-probe` does, and learn "
+        "the limits its rate-limit headers state: auto (when its API key is set), never, or force (exit 1 when "
+        "nothing can be read); the output's probe block says what was asked and learned, or why nothing "
+        "(default: [scheduler] probe, whose readings are shown but not learned)",
     )
 
     p = verb(sub, "status", _status, "coverage, runs, findings and recent events of the audit")
@@ -55,11 +65,25 @@ def register(sub: Subparsers) -> None:
         "report/report.<format> in the artifacts directory",
     )
 
+    p = verb(
+        sub,
+        "ledger",
+        _ledger,
+        "export the whole run ledger as JSON lines, oldest first: who did what and when, each headless worker's "
+        "packet, start, end, exit status, provider and failure class",
+    )
+    p.add_argument(
+        "--audit",
+        type=int,
+        metavar="N",
+        help="only audit N's entries (default: every audit's; `status` names the current audit's id)",
+    )
+
 
 def _quota(args: argparse.Namespace) -> int:
     from audit_mcp.usecases.quota import quota_view  # the use case alone: the service's others are not loaded
 
-    emit(quota_view(workspace_for(args), args.host_model, args.provider))
+    emit(quota_view(workspace_for(args), args.host_model, args.provider, args.quota_probe))
     return EXIT_OK
 
 
@@ -72,6 +96,8 @@ def _status(args: argparse.Namespace) -> int:
 
         emit(render_status(view))
     else:
+        if view.message:
+            print(f"audit-mcp: {view.message}", file=sys.stderr)
         emit(view)
     return EXIT_OK
 
@@ -97,4 +123,14 @@ def _report(args: argparse.Namespace) -> int:
     print(f"audit-mcp: report ({state}) written to {path}", file=sys.stderr)
     if page:
         print(f"audit-mcp: open {path.resolve().as_uri()} in a browser", file=sys.stderr)
+    return EXIT_OK
+
+
+def _ledger(args: argparse.Namespace) -> int:
+    from audit_mcp.usecases.ledger_log import export
+
+    tty = sys.stdout.isatty()
+    for entry in export(workspace_for(args), args.audit):
+        text = json.dumps(entry, separators=(",", ":")) + "\n"
+        sys.stdout.write(terminal(text) if tty else text)  # reviewer and worker text can hold escapes
     return EXIT_OK
