@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from audit_mcp.core.config import HostConfig
+from audit_mcp.core.config_sections import HostConfig
 from audit_mcp.core.models import HostCapabilities
 
 DEFAULT_MAX_ACTIVE = 4

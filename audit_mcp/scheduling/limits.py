@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from audit_mcp.core.config import ENV_OVERRIDES, ModelConfig, env_overrides
+from audit_mcp.core.config import ENV_OVERRIDES, env_overrides
+from audit_mcp.core.config_sections import ModelConfig
 
 # Context window and output tokens by model-name prefix (longest prefix wins).
 _KNOWN_MODELS: dict[str, tuple[int, int]] = {

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from audit_mcp.core.config import SchedulerConfig
+from audit_mcp.core.config_sections import SchedulerConfig
 from audit_mcp.scheduling.learning import RunOutcome
 from audit_mcp.scheduling.profile import with_observed
 from audit_mcp.scheduling.ratelimits import parse_error_text
