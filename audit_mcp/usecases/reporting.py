@@ -8,13 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from audit_mcp.core.config import CONFIG_FILENAME, REPOSITORY_CONFIG, SessionConfig
+from audit_mcp.core.config import SessionConfig
 from audit_mcp.core.errors import ConfigError, NotFoundError, PathError
 from audit_mcp.core.fs import resolve_inside, write_atomic
 from audit_mcp.engine import drift
 from audit_mcp.engine.coverage import completeness, totals
-from audit_mcp.engine.incremental import carried_from
-from audit_mcp.engine.intake import LEFT_OUT_BY_CONFIG
 from audit_mcp.findings.assessment import assess
 from audit_mcp.findings.comparison import compare
 from audit_mcp.findings.leads import lead_report
@@ -24,11 +22,12 @@ from audit_mcp.findings.report_opinions import Opinions
 from audit_mcp.findings.sarif import render_sarif
 from audit_mcp.findings.synthesis import Finding
 from audit_mcp.findings.synthesis import synthesize as synthesize_findings
-from audit_mcp.store.records import AuditRow, Cell, CellKind, CellState, FileRow
+from audit_mcp.store.records import AuditRow, CellKind, CellState, FileRow
 from audit_mcp.store.tx import Tx
 from audit_mcp.usecases import page
 from audit_mcp.usecases.audit_forecast import FORECAST_ACTION
 from audit_mcp.usecases.forecast_sums import UNKNOWN_MODEL
+from audit_mcp.usecases.report_scope import carried_counts, empty_reason, scope_reason
 from audit_mcp.usecases.usage import used
 from audit_mcp.usecases.verifying import judged_same
 from audit_mcp.usecases.workspace import Workspace
@@ -97,11 +96,11 @@ def report_and_cells(
         git_dirty=audit.git_dirty,
         manifest_digest=audit.manifest_digest,
         completeness=completeness(counts),
-        completeness_reason=_empty_reason(files) if not counts else _scope_reason(files),
+        completeness_reason=empty_reason(files) if not counts else scope_reason(files),
         provisional=not final and audit.synthesized_at is None,
         blocker=audit.blocker,
         abandoned=f"at {audit.abandoned_at}: {audit.abandon_reason}" if audit.abandoned_at else None,
-        carried=_carried(carried),
+        carried=carried_counts(carried),
         scripted_reviewers=scripted,
         lenses=audit.lenses,
         coverage_by_lens=by_lens,
@@ -139,45 +138,6 @@ def _model(tx: Tx, audit_id: int, host_caps: dict[str, Any]) -> str | None:
     model = forecasts[0].get("model") if forecasts else None
     named = host_caps.get("model")
     return str(model) if model and model != UNKNOWN_MODEL else (str(named) if named else None)
-
-
-def _empty_reason(files: Sequence[FileRow]) -> str:
-    """Why an audit without a single cell is not complete."""
-    skipped = sum(1 for f in files if f.scope == "skipped")
-    if not files:
-        return (
-            "Nothing was reviewed: no file of the repository is in the audit's scope (check the include and "
-            "exclude globs of the config, and since); an audit that reviewed nothing proves nothing."
-        )
-    return (
-        f"Nothing was reviewed: all {len(files)} file(s) in the include and exclude scope were skipped "
-        f"({skipped} skipped, each with its reason under Gaps); an audit that reviewed nothing proves nothing."
-    )
-
-
-def _carried(cells: Sequence[Cell]) -> dict[int, int]:
-    """Cells carried unchanged from earlier reviews, by the audit that reviewed them."""
-    out: dict[int, int] = {}
-    for cell in cells:
-        if cell.state == CellState.CARRIED and (source := carried_from(cell.reason)) is not None:
-            out[source] = out.get(source, 0) + 1
-    return out
-
-
-def _scope_reason(files: Sequence[FileRow]) -> str | None:
-    """What the config's include and exclude patterns left out, when they left anything out: "complete" then
-    holds for the configured scope only, and a repository's own config is the code under audit's choice."""
-    left_out = [f for f in files if f.scope == "skipped" and (f.skip_reason or "").startswith(LEFT_OUT_BY_CONFIG)]
-    if not left_out:
-        return None
-    own = sum(1 for f in left_out if REPOSITORY_CONFIG in (f.skip_reason or ""))
-    by_repo = (
-        f" ({own} of them by the repository's own {CONFIG_FILENAME}, which the code under audit wrote)" if own else ""
-    )
-    return (
-        f"Scope: {len(left_out)} file(s) are left out by the config's include or exclude patterns{by_repo}, so "
-        "completeness holds for the configured scope only; each is listed under Gaps with the rule that left it out."
-    )
 
 
 def _sources(ws: Workspace, findings: Sequence[Finding]) -> dict[str, bytes]:
