@@ -6,7 +6,6 @@ import errno
 import functools
 import hashlib
 import os
-import re
 import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +20,7 @@ from audit_mcp.engine.attributes import UNSPECIFIED, Attributes
 from audit_mcp.engine.codemap.extract import Facts, map_file
 from audit_mcp.engine.codemap.model import CodeMap
 from audit_mcp.engine.codemap.resolve import build as build_map
+from audit_mcp.engine.content_checks import content_skip, wide_line
 from audit_mcp.engine.coverage import chunk_limits, encode_cuts, max_unit_chars
 from audit_mcp.engine.file_kinds import FileKind
 from audit_mcp.engine.git import GitReader
@@ -122,11 +122,11 @@ def _scanner(root: Path, scoper: Scoper, *, code_map: bool = True, facts: bool =
         kind, why = judge(rel, language, marks)
         sha = sha256(data).hexdigest()
         if why is None:
-            why = _content_skip(data, size, marks, by_header, rel)
+            why = content_skip(data, size, marks, by_header, rel)
         if why is None:
             if (unit := units.get(language)) is None:
                 unit = units[language] = max_unit_chars(language, config)
-            if (wide := _wide_line(data, unit)) is not None:
+            if (wide := wide_line(data, unit)) is not None:
                 why = (
                     f"minified or one-line file: a line of {wide} characters, more than one review packet can "
                     f"hold (max_packet_tokens {config.max_packet_tokens}); review its source form, or exclude it"
@@ -193,38 +193,6 @@ def _unopened(root: Path, full: str, exc: OSError) -> str:
     if target != real_root and real_root not in target.parents:
         return "symlink that leaves the repository root (not followed)"
     return f"symlink to {target.relative_to(real_root).as_posix()} (the target is reviewed instead)"
-
-
-def _content_skip(
-    data: bytes, size: int, marks: Attributes, by_header: Callable[..., str | None], rel: str
-) -> str | None:
-    """Why a file is skipped for its bytes: binary, empty, or a generated header."""
-    if b"\0" in (data if size <= 8192 else data[:8192]):
-        return "binary file"
-    if not size or data.isspace():
-        return "empty file"
-    return by_header(rel, data, marks)
-
-
-def _wide_line(data: bytes, limit: int) -> int | None:
-    """The length of the longest line when one is over ``limit`` characters (a packet holds whole lines, so
-    such a file cannot be chunked to fit), else ``None``; cheap for the files that cannot have one."""
-    if len(data) <= limit:
-        return None
-    # The first line, then each newline and the line after it (as if searching the data after a newline).
-    first = data.find(b"\n")
-    if (first == -1 or first > limit) or _over(limit).search(data, first) is not None:
-        return max(len(line) for line in data.split(b"\n"))
-    return None
-
-
-@functools.lru_cache(maxsize=64)
-def _over(limit: int) -> re.Pattern[bytes]:
-    """A line of more than ``limit`` characters, from the newline before it. The leading newline is a
-    literal the regex engine skips to, so each line is tried once: without it every position of every line
-    is a start, and a large file of ordinary lines costs its size times its line length (34 times slower
-    on a real source tree)."""
-    return re.compile(rb"\n[^\n]{%d}" % (limit + 1))
 
 
 def _read_rest(fd: int, first: bytes, limit: int) -> bytes:
