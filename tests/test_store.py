@@ -138,6 +138,19 @@ def test_import_edges_stored_before_the_code_map_read_as_imports_after_the_upgra
     upgraded.close()
 
 
+def test_a_store_from_before_the_facts_cache_gets_an_empty_one_that_holds_bytes(tmp_path: Path) -> None:
+    before = tuple(m for m in MIGRATIONS if m[0] < "0023_code_facts")
+    Store(tmp_path, migrations=before).close()
+    upgraded = Store(tmp_path)
+    assert upgraded.applied_migrations()[-1] == "0023_code_facts"
+    with upgraded.write() as tx:
+        assert tx.code_facts("v") == (b"", [])
+        assert tx.record_code_facts("v", "a version", b"\x00dictionary", [("h", "python", b"\x00\xff\x00")])
+    with upgraded.read() as tx:
+        assert tx.code_facts("v") == (b"\x00dictionary", [("h", "python", b"\x00\xff\x00")])
+    upgraded.close()
+
+
 def test_run_plans_stored_in_the_run_row_before_survive_the_upgrade(tmp_path: Path) -> None:
     # A database migrated up to the migration before plans had a table of their own, with a run in it.
     before = tuple(m for m in MIGRATIONS if m[0] < "0017_run_plans")

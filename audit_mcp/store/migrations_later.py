@@ -114,4 +114,26 @@ LATER: tuple[tuple[str, str], ...] = (
         )
         """,
     ),
+    (
+        # The code map's facts cache (store.code_facts): each file's extracted facts by its content hash and
+        # grammar, so a new audit parses only the files that changed. Not per audit; kept to what the latest
+        # audits' manifests use. Every row is of the one extraction version ``code_facts_version`` names (a
+        # digest of the extractor's version, the installed tree-sitter and language pack, and the code that
+        # reads the trees), with the compression dictionary the rows are packed with.
+        "0023_code_facts",
+        """
+        CREATE TABLE code_facts (
+            sha256 TEXT NOT NULL,
+            grammar TEXT NOT NULL,
+            facts BLOB NOT NULL,
+            PRIMARY KEY (sha256, grammar)
+        ) WITHOUT ROWID;
+        CREATE TABLE code_facts_version (
+            id INTEGER PRIMARY KEY,
+            version TEXT NOT NULL,
+            label TEXT NOT NULL,
+            zdict BLOB NOT NULL
+        )
+        """,
+    ),
 )

@@ -1,8 +1,8 @@
 """One transaction's queries: every aggregate's, on one connection.
 
 All of the project's SQL lives in this package, split by aggregate: audits and
-their files (``audits``), the code map's edges and entry points (``code_maps``), the coverage
-matrix (``cells``) and its queue read unit by unit (``queue``), runs,
+their files (``audits``), the code map's edges and entry points (``code_maps``) and its facts cache
+(``code_facts``), the coverage matrix (``cells``) and its queue read unit by unit (``queue``), runs,
 packets and submissions (``runs``), what a run in flight was scheduled for and the failures reported
 while it runs (``inflight``), findings, failures and leads (``findings``), the threat model, verdicts and
 runtime evidence (``opinions``), the ledger (``ledger``), requeue requests (``requeues``) and packet claims
@@ -15,6 +15,7 @@ from __future__ import annotations
 from audit_mcp.store.audits import AuditQueries
 from audit_mcp.store.cells import CellQueries
 from audit_mcp.store.claims import ClaimQueries
+from audit_mcp.store.code_facts import CodeFactsQueries
 from audit_mcp.store.code_maps import CodeMapQueries
 from audit_mcp.store.findings import FindingQueries
 from audit_mcp.store.forecasts import ForecastQueries
@@ -31,6 +32,7 @@ from audit_mcp.store.runs import RunQueries
 class Tx(
     AuditQueries,
     CodeMapQueries,
+    CodeFactsQueries,
     CellQueries,
     QueueQueries,
     RunQueries,
