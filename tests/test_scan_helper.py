@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -204,3 +206,35 @@ def test_a_server_that_cannot_start_leaves_no_helper_behind(repo: Path) -> None:
     )
     assert "already in use" in proc.stderr
     assert proc.stdout.split() == [str(exits.EXIT_ERROR), "True", "False"]
+
+
+@needs_fork
+@pytest.mark.anyio
+async def test_the_helper_parses_only_the_files_whose_facts_the_store_has_not_cached(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    hostile_repo(root)
+    artifacts = tmp_path / "artifacts-server"
+    # A first audit by the command line (in forked copies of its own), which records every file's facts.
+    argv = ["intake", "--root", str(root), "--artifacts-dir", str(artifacts), "--config", str(config_for(tmp_path, 2))]
+    proc = subprocess.run([sys.executable, "-m", "audit_mcp", *argv], capture_output=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    touched = root / "pkg" / "area0" / "m1.py"
+    touched.write_text(touched.read_text() + "# read again\n")
+    async with Client(_server(tmp_path, root, artifacts)) as client:
+        step = await call_ok(client, "next_step", {"host_can_dispatch_subagents": True, "new_audit": True})
+        assert step["step_kind"] == "dispatch_review", step
+    with sqlite3.connect(artifacts / "audit.sqlite3") as db:
+        first, second = [
+            r[0] for r in db.execute("SELECT detail FROM ledger WHERE action = 'intake' ORDER BY entry_id")
+        ]
+        edges = [
+            db.execute(
+                "SELECT src, dst, weight, links FROM edges WHERE audit_id = ? ORDER BY src, dst", (a,)
+            ).fetchall()
+            for a in (1, 2)
+        ]
+    assert "read by 2 processes" in first and "read by 2 processes" in second
+    parsed = re.search(r"facts of 0 file\(s\) from the store's cache, (\d+) parsed", first)
+    assert parsed is not None, first
+    assert f"facts of {int(parsed[1]) - 1} file(s) from the store's cache, 1 parsed" in second
+    assert edges[0] == edges[1] and edges[0]

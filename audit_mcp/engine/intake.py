@@ -8,7 +8,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +18,7 @@ from audit_mcp.core.errors import ConfigError
 from audit_mcp.engine import file_stat, scan_parts
 from audit_mcp.engine.attributes import UNSPECIFIED, Attributes
 from audit_mcp.engine.codemap.extract import Facts, map_file
+from audit_mcp.engine.codemap.facts_cache import Cut, FactsCache, lookup, taker
 from audit_mcp.engine.codemap.model import CodeMap
 from audit_mcp.engine.codemap.resolve import build as build_map
 from audit_mcp.engine.content_checks import content_skip, wide_line
@@ -67,14 +68,18 @@ def _undecodable(rel: str) -> str | None:
     return None
 
 
-_Scanned = tuple[FileRow, Facts | None]
+# A scanned file's row, and its facts: parsed, or the key of its facts in the cache (``codemap.facts_cache``).
+_Scanned = tuple[FileRow, Facts | str | None]
 
 
-def _scanner(root: Path, scoper: Scoper, *, code_map: bool = True, facts: bool = True) -> Callable[[str], _Scanned]:
+def _scanner(
+    root: Path, scoper: Scoper, *, code_map: bool = True, facts: bool = True, known: Mapping[str, Cut] | None = None
+) -> Callable[[str], _Scanned]:
     """What reads one file of ``root`` (already resolved) into its manifest row, with its part of the code
     map when it is in scope and ``code_map`` (``codemap.extract``: its facts unless ``facts`` is false, and
-    for a file that is chunked, the lines its chunks may start at). Everything that is the same for every
-    file is looked up once here: this runs once per file of the repository."""
+    for a file that is chunked, the lines its chunks may start at; for a file whose facts are ``known`` to the
+    cache, their key instead). Everything that is the same for every file is looked up once here: this runs
+    once per file of the repository."""
     config = scoper.config
     limit = config.max_file_bytes
     base = f"{root}{os.sep}"  # a plain string joined to each name, not a Path
@@ -140,6 +145,10 @@ def _scanner(root: Path, scoper: Scoper, *, code_map: bool = True, facts: bool =
         chunked = lines > threshold
         if not code_map or not (facts or chunked):
             return row, None
+        if known is not None and (hit := lookup(known, rel, language, sha, per_chunk if chunked else None)):
+            if hit[1] is not None:
+                row.__dict__["cuts"] = hit[1]
+            return row, hit[0]
         found, cuts = map_file(rel, language, data, per_chunk if chunked else None)
         if cuts:
             row.__dict__["cuts"] = encode_cuts(cuts)
@@ -208,13 +217,15 @@ def _read_rest(fd: int, first: bytes, limit: int) -> bytes:
 
 
 # A scanned file as plain values (``marshal`` data from a forked copy): the row's fields, then its map's facts.
-_Plain = tuple[str, str, int, int, str, str, str | None, str, str | None, str | None, Facts | None]
+_Plain = tuple[str, str, int, int, str, str, str | None, str, str | None, str | None, Facts | str | None]
 
 
-def _scan_plain(root: str, config: SessionConfig, marks: dict[str, Attributes], names: Sequence[str]) -> list[_Plain]:
+def _scan_plain(
+    root: str, config: SessionConfig, marks: dict[str, Attributes], known: dict[str, Cut] | None, names: Sequence[str]
+) -> list[_Plain]:
     """What a copy or the helper of ``scan_parts`` reads of ``names``: the scanner is built again from what
     it is built of (a module-level function and plain arguments, so that a helper can be sent it)."""
-    scan = _scanner(Path(root), Scoper(config, marks), code_map=config.code_map)
+    scan = _scanner(Path(root), Scoper(config, marks), code_map=config.code_map, known=known)
     out: list[_Plain] = []
     for rel in names:
         r, facts = scan(rel)
@@ -274,10 +285,15 @@ def _filter(
 
 
 def build_manifest(
-    root: Path, artifacts_dir: Path, config: SessionConfig, config_label: str = "the config"
+    root: Path,
+    artifacts_dir: Path,
+    config: SessionConfig,
+    config_label: str = "the config",
+    cache: FactsCache | None = None,
 ) -> Manifest:
     """Read the repository under ``root`` into a manifest; never follows links out of it. ``config_label``
-    names where ``config`` came from, in the reason of each file its include or exclude leave out."""
+    names where ``config`` came from, in the reason of each file its include or exclude leave out. With a
+    ``cache``, files whose facts it holds are not parsed, and what was parsed is kept in it to be recorded."""
     if not root.is_dir():
         raise ConfigError(f"the repository root {root} is not a directory; pass --root with an existing folder")
     real_root = root.resolve()
@@ -311,13 +327,17 @@ def build_manifest(
             continue
         decided.append(None)
         names.append(rel)
-    scan = _scanner(real_root, scoper, code_map=config.code_map)
+    known = cache.known if cache is not None and cache.known and config.code_map else None  # (none: no look-up)
+    scan = _scanner(real_root, scoper, code_map=config.code_map, known=known)
     parts = scan_parts.parts_for(len(names), config.intake_processes)
     # The copies are forked before any thread starts; git's view of HEAD and dirtiness is then read on a
     # thread while this process reads its slice of the files.
     with (
         scan_parts.split(
-            names, parts, functools.partial(_scan_plain, str(real_root), config, dict(scoper.attributes)), _decoder()
+            names,
+            parts,
+            functools.partial(_scan_plain, str(real_root), config, dict(scoper.attributes), known),
+            _decoder(),
         ) as scanning,
         ThreadPoolExecutor(1) as pool,
     ):
@@ -327,6 +347,7 @@ def build_manifest(
         head, dirty = snapshot.result() if snapshot is not None else (None, False)
     rows: list[FileRow] = []
     facts: dict[str, Facts] = {}
+    take = taker(cache)
     results = iter(scanned)
     for row_or_none in decided:
         if row_or_none is not None:
@@ -335,7 +356,7 @@ def build_manifest(
         row, found = next(results)
         rows.append(row)
         if found is not None:
-            facts[row.path] = found
+            facts[row.path] = take(row, found)
     in_scope = [r for r in rows if r.scope == "review"]
     code_map = build_map(facts, {r.path for r in in_scope})
     del facts

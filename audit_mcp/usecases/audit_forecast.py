@@ -199,11 +199,13 @@ def before_any(
     from audit_mcp.engine.opinion_prompts import threat_model_block, verify_prefix
     from audit_mcp.engine.packet_prompts import estimate_tokens, packet_prompt_prefix
     from audit_mcp.engine.packets import group_cells, pack_units
+    from audit_mcp.usecases import code_facts
     from audit_mcp.usecases.context import context_row, first_state, overview_of
     from audit_mcp.usecases.packing import context_packet_tokens
 
     setting, budget, limit = _setting(ws, config, caps, provider)
-    manifest = build_manifest(ws.root, ws.artifacts_dir, config, config_label(ws.root, ws.config_path))
+    cache = code_facts.read(ws, config, looking=True)  # a forecast writes nothing
+    manifest = build_manifest(ws.root, ws.artifacts_dir, config, config_label(ws.root, ws.config_path), cache)
     files = sorted(manifest.files, key=lambda f: f.path)
     by_path = {f.path: f for f in files}
     matrix = build_matrix(files, config)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from audit_mcp.core.config import config_label
 from audit_mcp.engine.intake import build_manifest
 from audit_mcp.store.records import AuditRow, FileRow
+from audit_mcp.usecases import code_facts
 from audit_mcp.usecases.workspace import Workspace
 
 MAX_NAMED = 10
@@ -33,7 +34,9 @@ def taken(ws: Workspace, audit_id: int) -> None:
 
 
 def _compare(ws: Workspace, audit: AuditRow) -> str | None:
-    manifest = build_manifest(ws.root, ws.artifacts_dir, ws.config(), config_label(ws.root, ws.config_path))
+    config = ws.config()
+    label = config_label(ws.root, ws.config_path)
+    manifest = build_manifest(ws.root, ws.artifacts_dir, config, label, code_facts.read(ws, config, looking=True))
     if manifest.digest == audit.manifest_digest:
         return None
     parts = []

@@ -18,7 +18,7 @@ from audit_mcp.findings.analyzers import run_analyzers
 from audit_mcp.findings.leads import MAX_SARIF_BYTES, import_leads
 from audit_mcp.store.records import AuditRow, CellKind, CellState, FileRow
 from audit_mcp.store.tx import Tx
-from audit_mcp.usecases import history, snapshot, verifying
+from audit_mcp.usecases import code_facts, history, snapshot, verifying
 from audit_mcp.usecases.context import context_cell
 from audit_mcp.usecases.workspace import Workspace
 
@@ -32,7 +32,9 @@ def intake(
     ``replaces`` (the one the caller saw, ``None`` for none); when another caller started one meanwhile,
     this call joins it and creates nothing.
     """
-    manifest = build_manifest(ws.root, ws.artifacts_dir, config, config_label(ws.root, ws.config_path))
+    cache = code_facts.read(ws, config)
+    manifest = build_manifest(ws.root, ws.artifacts_dir, config, config_label(ws.root, ws.config_path), cache)
+    packed = cache.packed(config) if cache is not None else None  # before the write: it takes a while
     in_scope = {f.path for f in manifest.in_scope}
     ran = run_analyzers(config.analyzers.run, ws.root, ws.artifacts_dir / "analyzers", sorted(in_scope))
     sources = [_read_sarif(ws, "sarif", i, p) for i, p in enumerate(config.analyzers.sarif)]
@@ -68,6 +70,7 @@ def intake(
         tx.insert_files(audit_id, manifest.files)
         code_map = manifest.code_map
         tx.insert_map(audit_id, (e.stored() for e in code_map.edges), code_map.entries)
+        cached = code_facts.record(tx, cache, packed)
         tx.insert_leads(audit_id, imported.leads)
         tx.log(
             now=now,
@@ -78,6 +81,7 @@ def intake(
             f"skipped, listed by {manifest.source}; code map of {code_map.files} file(s): {len(code_map.edges)} "
             f"edge(s) between files, {sum(len(e.links) for e in code_map.edges)} link(s), "
             f"{len(code_map.entries)} entry point(s)"
+            + cached
             + (f", read by {manifest.processes} processes" if manifest.processes > 1 else "")
             + "".join(f"; {note}" for note in manifest.redone)
             + (f"; {len(imported.leads)} analyzer lead(s) imported" if sources else "")
