@@ -18,6 +18,8 @@ from tests.conftest import git
 
 PROJECT = Path(__file__).resolve().parent.parent
 _SETUP = re.compile(r"^python3 -m venv \.venv && \. \.venv/bin/activate && pip install (?:\.|-e \"\.\[test\]\") && ")
+# A later line takes the venv the first one made; here the test's own interpreter stands for it (PATH below).
+_ACTIVATE = re.compile(r"^\. \.venv/bin/activate && ")
 # Modules whose tests copy fixtures/planted_app; a leftover artifacts directory there broke all of them.
 FIXTURE_READERS = [
     "tests/test_intake.py",
@@ -66,7 +68,12 @@ def test_the_quickstart_commands_in_order_leave_the_tests_passing(tmp_path: Path
     }
     for command in [install, *others]:
         proc = subprocess.run(
-            ["bash", "-c", _SETUP.sub("", command)], cwd=clone, env=env, capture_output=True, text=True, timeout=300
+            ["bash", "-c", _ACTIVATE.sub("", _SETUP.sub("", command))],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert proc.returncode == 0, (command, proc.stdout, proc.stderr)
     # Every example that audits the fixture audits a copy: the clone's fixture is left as it was.

@@ -22,6 +22,7 @@ import os
 import re
 import secrets
 import stat
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -118,8 +119,30 @@ def bind(path: Path) -> str:
         "seal": seal(_PURPOSE, new_id, str(path)),
         "note": "made by audit-mcp for its user on this machine; a copy of this folder anywhere else is not read",
     }
-    write_atomic(path / BINDING_FILENAME, json.dumps(record, indent=2) + "\n")
-    return new_id
+    target = path / BINDING_FILENAME
+    text = json.dumps(record, indent=2) + "\n"
+    if not target.exists() and not target.is_symlink():
+        # Several processes may start on a new folder at once: the first record linked in is the folder's, and
+        # every other process takes it (a replace would leave each with its own id, and its own run ids).
+        fd, tmp = tempfile.mkstemp(dir=path, prefix=f".{BINDING_FILENAME}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(tmp, target)
+                linked = True
+            except FileExistsError:
+                linked = True  # another process linked its record first: this one takes it
+            except OSError:
+                linked = False  # a file system without hard links: the record is written in place below
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        if linked and not binding_problem(path):
+            return binding_id(path)
+    write_atomic(target, text)  # a record that is not this user's (an emptied folder's leftover) is replaced
+    return binding_id(path)
 
 
 def run_tag(binding: str) -> str:
